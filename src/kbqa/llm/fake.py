@@ -1,0 +1,74 @@
+"""Deterministic scripted chat models for tests (no model file, no llama.cpp).
+
+Names: ``fake/abstain`` always returns the abstention phrase; ``fake/first-sentence`` answers
+with the first words of the first context passage; ``fake/script:<a>|<b>|...`` returns the given
+answers in turn (then repeats the last).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field, PrivateAttr
+
+from kbqa.prompts import ABSTENTION_PHRASE, CONTEXT_MARKER
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Returns scripted answers; counts tokens as whitespace-separated words."""
+
+    model_name: str = "fake"
+    mode: str = "script"
+    script: list[str] = Field(default_factory=list)
+    n_ctx: int = 4096
+    _calls: int = PrivateAttr(default=0)
+
+    @classmethod
+    def from_name(cls, name: str, n_ctx: int = 4096) -> ScriptedChatModel:
+        """Build from ``fake/abstain``, ``fake/first-sentence`` or ``fake/script:a|b``."""
+        kind = name.removeprefix("fake/")
+        if kind == "abstain":
+            return cls(model_name=name, mode="script", script=[ABSTENTION_PHRASE], n_ctx=n_ctx)
+        if kind == "first-sentence":
+            return cls(model_name=name, mode="first-sentence", n_ctx=n_ctx)
+        if kind.startswith("script:"):
+            return cls(model_name=name, mode="script", script=kind[7:].split("|"), n_ctx=n_ctx)
+        raise ValueError(f"unknown fake model {name!r}")
+
+    @property
+    def calls(self) -> int:
+        """How many times the model was called."""
+        return self._calls
+
+    @property
+    def _llm_type(self) -> str:
+        return "kbqa-fake"
+
+    def get_num_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def get_num_tokens_from_messages(
+        self, messages: list[BaseMessage], tools: Sequence[Any] | None = None
+    ) -> int:
+        return sum(self.get_num_tokens(str(m.content)) for m in messages)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self._calls += 1
+        if self.mode == "first-sentence":
+            prompt = str(messages[-1].content)
+            context = prompt.split(CONTEXT_MARKER)[-1].split("]", 1)[-1]
+            text = " ".join(context.split()[:3]) or ABSTENTION_PHRASE
+        else:
+            text = self.script[min(self._calls - 1, len(self.script) - 1)]
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])

@@ -1,0 +1,115 @@
+"""generate: the LLM reads the retrieved chunks and answers or abstains.
+
+The prompt is budgeted in the model's own tokens so that prompt + answer never exceed ``n_ctx``:
+the lowest-ranked hits (with their padding chunks) are dropped first; a single remaining passage
+that is still too long is cut.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langgraph.runtime import Runtime
+
+from kbqa.context import Context
+from kbqa.nodes._record import visited
+from kbqa.prompts import ANSWER_STOP, Passage, render_answer_prompt
+from kbqa.resources import chat_model_for, retriever_for
+from kbqa.state import State
+
+SAFETY_TOKENS = 8
+"""Tokens kept free beyond the answer budget (BOS, template rounding)."""
+MAX_FIT_STEPS = 64
+
+
+def fit_prompt(
+    model: BaseChatModel,
+    question: str,
+    passages: list[tuple[int, Passage]],
+    budget: int,
+    *,
+    style: str = "completion",
+    question_type: str = "other",
+    language: str = "bn",
+) -> tuple[list[BaseMessage], list[int], int]:
+    """Render the answer prompt with as many passages as fit in ``budget`` tokens.
+
+    Args:
+        model: Chat model whose ``get_num_tokens_from_messages`` counts tokens.
+        question: The question.
+        passages: ``(rank, passage)`` pairs in prompt order; rank 1 is the best hit.
+        budget: Maximum prompt tokens.
+        style, question_type, language: Passed to :func:`render_answer_prompt`.
+
+    Returns:
+        ``(messages, kept, tokens)``: the prompt, the indices into ``passages`` it holds, and
+        its size in tokens.
+
+    Raises:
+        ValueError: Even with no passage the prompt exceeds ``budget`` (question too long).
+    """
+    kept = list(range(len(passages)))
+    texts = {i: p.text for i, (_, p) in enumerate(passages)}
+
+    def render() -> list[BaseMessage]:
+        shown = [Passage(passages[i][1].title, texts[i]) for i in kept]
+        return render_answer_prompt(
+            question, shown, style=style, question_type=question_type, language=language
+        )
+
+    for _ in range(MAX_FIT_STEPS):
+        messages = render()
+        tokens = model.get_num_tokens_from_messages(messages)
+        if tokens <= budget:
+            return messages, kept, tokens
+        if not kept:
+            break
+        ranks = {passages[i][0] for i in kept}
+        if len(ranks) > 1:
+            worst = max(ranks)
+            kept = [i for i in kept if passages[i][0] != worst]
+        else:
+            longest = max(kept, key=lambda i: len(texts[i]))
+            keep_chars = int(len(texts[longest]) * budget / tokens * 0.9)
+            if keep_chars < 40:
+                kept.remove(longest)
+            else:
+                texts[longest] = texts[longest][:keep_chars]
+    raise ValueError(
+        f"the question alone does not fit the model's context window ({budget} tokens); "
+        "shorten it or raise n_ctx"
+    )
+
+
+def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Answer from ``retrieved``; sets ``raw_answer`` and ``context_chunk_ids``."""
+    started = time.perf_counter()
+    ctx = runtime.context
+    model = chat_model_for(ctx)
+    chunks = retriever_for(ctx).index.chunks
+    records = state.get("retrieved", [])
+    passages = [
+        (r["rank"], Passage(chunks[r["chunk_id"]].title, chunks[r["chunk_id"]].text))
+        for r in records
+    ]
+    style = getattr(model, "prompt_style", "completion")
+    messages, kept, tokens = fit_prompt(
+        model,
+        state["question"],
+        passages,
+        ctx.n_ctx - ctx.max_answer_tokens - SAFETY_TOKENS,
+        style=style,
+        question_type=state.get("question_type", "other"),
+        language=state.get("language", "bn"),
+    )
+    stop = ANSWER_STOP if style == "completion" else None
+    reply = model.invoke(messages, stop=stop, max_tokens=ctx.max_answer_tokens)
+    return {
+        "raw_answer": str(reply.content),
+        "context_chunk_ids": [records[i]["chunk_id"] for i in kept],
+        "prompt_tokens": tokens,
+        **visited("generate", started),
+    }

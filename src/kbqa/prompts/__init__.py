@@ -1,0 +1,18 @@
+"""Prompt constants and render functions. Training-data builders must call the same renderers,
+so the prompts a fine-tuned model sees in training and in serving cannot drift."""
+
+from kbqa.prompts.answer import (
+    ABSTENTION_PHRASE,
+    ANSWER_STOP,
+    CONTEXT_MARKER,
+    Passage,
+    render_answer_prompt,
+)
+
+__all__ = [
+    "ABSTENTION_PHRASE",
+    "ANSWER_STOP",
+    "CONTEXT_MARKER",
+    "Passage",
+    "render_answer_prompt",
+]

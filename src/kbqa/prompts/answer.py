@@ -1,0 +1,125 @@
+"""The reader prompt: answer with a short span from the context, or abstain with a fixed phrase.
+
+The abstention phrase ``Context-এ তথ্য নেই`` ("no information in the context") is HybridRAG-BN's.
+Two renderings of the same instruction: plain few-shot text for base models without a chat
+template (Gemma 3 270M), and system + user messages for chat models (ChatML).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+ABSTENTION_PHRASE = "Context-এ তথ্য নেই"
+CONTEXT_MARKER = "Context:\n"
+ANSWER_STOP = ["\n", "।", "Question:", "Context:", "প্রশ্ন:"]
+"""Stop sequences for plain-text prompts: the answer is one line, at most one Bangla sentence."""
+
+INSTRUCTION = (
+    "Answer the question with a short answer copied from the context (a name, date, number or a "
+    "few words), in the language of the question. If the context does not contain the answer, "
+    f"write exactly: {ABSTENTION_PHRASE}"
+)
+YES_NO_HINT = {"bn": "Answer হ্যাঁ or না.", "en": "Answer Yes or No."}
+
+# Few-shot examples per question language: (title, passage, question, answer). Answers are
+# copied spans; the last example of each set teaches abstention.
+_FEW_SHOT: dict[str, tuple[tuple[str, str, str, str], ...]] = {
+    "bn": (
+        (
+            "ঢাকা",
+            "ঢাকা বাংলাদেশের রাজধানী ও বৃহত্তম শহর। এটি বুড়িগঙ্গা নদীর তীরে অবস্থিত।",
+            "ঢাকা কোন নদীর তীরে অবস্থিত?",
+            "বুড়িগঙ্গা নদীর তীরে",
+        ),
+        (
+            "রবীন্দ্রনাথ ঠাকুর",
+            "রবীন্দ্রনাথ ঠাকুর ১৮৬১ সালে কলকাতায় জন্মগ্রহণ করেন। গীতাঞ্জলি কাব্যগ্রন্থের জন্য "
+            "তিনি ১৯১৩ সালে নোবেল পুরস্কার পান।",
+            "রবীন্দ্রনাথ ঠাকুর কোন বইয়ের জন্য নোবেল পুরস্কার পান?",
+            "গীতাঞ্জলি",
+        ),
+        (
+            "পদ্মা নদী",
+            "পদ্মা বাংলাদেশের একটি প্রধান নদী। এটি গঙ্গার প্রধান শাখা।",
+            "পদ্মা নদীর দৈর্ঘ্য কত?",
+            ABSTENTION_PHRASE,
+        ),
+    ),
+    "en": (
+        (
+            "Marie Curie",
+            "Marie Curie was a physicist and chemist. She won the Nobel Prize in Physics in 1903.",
+            "In which year did Marie Curie win the Nobel Prize in Physics?",
+            "1903",
+        ),
+        (
+            "Seine",
+            "The Seine is a river in northern France. It flows through Paris into the "
+            "English Channel.",
+            "Which city does the Seine flow through?",
+            "Paris",
+        ),
+        (
+            "Seine",
+            "The Seine is a river in northern France. It flows through Paris into the "
+            "English Channel.",
+            "Who named the Seine?",
+            ABSTENTION_PHRASE,
+        ),
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A context passage as shown to the model."""
+
+    title: str
+    text: str
+
+
+def _context_block(passages: list[Passage]) -> str:
+    lines = [
+        f"[{i}] {p.title}: {p.text}" if p.title else f"[{i}] {p.text}"
+        for i, p in enumerate(passages, start=1)
+    ]
+    return CONTEXT_MARKER + "\n".join(lines)
+
+
+def _question_line(question: str, question_type: str, language: str) -> str:
+    hint = f" ({YES_NO_HINT.get(language, YES_NO_HINT['en'])})" if question_type == "yes/no" else ""
+    return f"Question: {question.strip()}{hint}"
+
+
+def render_answer_prompt(
+    question: str,
+    passages: list[Passage],
+    *,
+    style: str = "completion",
+    question_type: str = "other",
+    language: str = "bn",
+) -> list[BaseMessage]:
+    """Render the reader prompt.
+
+    Args:
+        question: The user's question.
+        passages: Context passages, best first (the caller drops passages to fit the budget).
+        style: ``"completion"`` -> one HumanMessage of few-shot plain text ending in ``Answer:``;
+            ``"chatml"`` -> a SystemMessage with the instruction and a HumanMessage with the
+            context and question.
+        question_type: From the classify node; ``"yes/no"`` adds a hint.
+        language: ``"bn"`` or ``"en"``, for the yes/no hint.
+
+    Returns:
+        Messages for a chat model.
+    """
+    body = f"{_context_block(passages)}\n{_question_line(question, question_type, language)}"
+    if style == "chatml":
+        return [SystemMessage(content=INSTRUCTION), HumanMessage(content=body)]
+    examples = _FEW_SHOT.get(language, _FEW_SHOT["en"])
+    shots = "\n\n".join(
+        f"{_context_block([Passage(t, x)])}\nQuestion: {q}\nAnswer: {a}" for t, x, q, a in examples
+    )
+    return [HumanMessage(content=f"{INSTRUCTION}\n\n{shots}\n\n{body}\nAnswer:")]

@@ -1,0 +1,275 @@
+"""The on-disk index: one directory holding everything retrieval needs, and no pickle.
+
+Layout::
+
+    <index>/manifest.json   kbqa version, embedder id, chunking parameters, counts, source sha256
+    <index>/chunks.jsonl    the chunk store, one chunk per line, row = chunk_id
+    <index>/bm25/           bm25s index (numpy arrays + JSON vocabulary)
+    <index>/dense.faiss     FAISS IndexFlatIP of L2-normalised passage vectors
+
+The directory is written to a temporary sibling and renamed into place, so a failed or
+interrupted build never leaves a half-written index behind the old one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import resource
+import shutil
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbqa import __version__
+from kbqa.corpus.chunking import CHUNK_OVERLAP, CHUNK_SIZE, Chunk, chunk_document
+from kbqa.corpus.loaders import Document
+from kbqa.errors import IndexLoadError, InputError
+from kbqa.retrieval.embedders import Embedder
+from kbqa.retrieval.tokenizer import tokenize, url_tokens
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+CHUNKS = "chunks.jsonl"
+BM25_DIR = "bm25"
+DENSE = "dense.faiss"
+EMBED_BATCH = 32
+
+log = logging.getLogger("kbqa.index")
+
+
+@dataclass
+class BuildReport:
+    """What ``build_index`` did: counts, seconds per stage and peak resident memory (MiB)."""
+
+    documents: int = 0
+    chunks: int = 0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    peak_rss_mib: float = 0.0
+
+
+@dataclass
+class ChunkIndex:
+    """A loaded index: chunk store, BM25 index, FAISS index and manifest."""
+
+    path: Path
+    manifest: dict[str, Any]
+    chunks: list[Chunk]
+    bm25: Any
+    dense: Any
+
+    @property
+    def embedder_id(self) -> str:
+        return str(self.manifest["embedder"])
+
+
+def bm25_text(chunk: Chunk) -> list[str]:
+    """BM25 tokens of a chunk: title and URL host/path words, then the chunk text.
+
+    Enrichment from the type-aware RAG seed: a question about "external relations" matches
+    ``/people/staff/external-relations-staff/`` better than the prose does.
+    """
+    return tokenize(chunk.title) + url_tokens(chunk.url) + tokenize(chunk.text)
+
+
+def dense_text(chunk: Chunk) -> str:
+    """Text embedded for a chunk: title, newline, chunk text."""
+    return f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
+
+
+def peak_rss_mib() -> float:
+    """Peak resident set size of this process so far, in MiB (Linux ``ru_maxrss`` is KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def source_sha256(path: Path) -> str:
+    """sha256 of a knowledge-base file, or of every file (path and bytes) under a folder."""
+    digest = hashlib.sha256()
+    files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+    for f in files:
+        if path.is_dir():
+            digest.update(f.relative_to(path).as_posix().encode())
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def build_index(
+    documents: Iterable[Document],
+    out: str | Path,
+    embedder: Embedder,
+    *,
+    source: str | Path | None = None,
+    chunk_size: int = CHUNK_SIZE,
+    chunk_overlap: int = CHUNK_OVERLAP,
+    progress: bool = True,
+) -> BuildReport:
+    """Chunk documents, build the BM25 and dense indexes, and write them atomically to ``out``.
+
+    Args:
+        documents: The knowledge base (see :func:`kbqa.corpus.load_documents`).
+        out: Index directory to create or replace. An existing directory that is not a kbqa
+            index and not empty is never overwritten.
+        embedder: Passage embedder; its ``id`` is recorded in the manifest.
+        source: The knowledge-base path, hashed into the manifest.
+        chunk_size: Chunk length in characters.
+        chunk_overlap: Overlap between consecutive chunks in characters.
+        progress: Show tqdm progress bars.
+
+    Returns:
+        A :class:`BuildReport`.
+
+    Raises:
+        InputError: The knowledge base yields no text, or a loader error.
+        KBQAError: ``out`` exists and is not a kbqa index.
+    """
+    import bm25s
+    import faiss
+    from tqdm import tqdm
+
+    out = Path(out)
+    if out.exists() and (
+        not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST).exists())
+    ):
+        raise InputError(f"{out} exists and is not a kbqa index; refusing to overwrite it")
+    report = BuildReport()
+    t0 = time.perf_counter()
+    chunks: list[Chunk] = []
+    seen_ids: set[str] = set()
+    for doc in tqdm(documents, desc="chunk", unit="doc", disable=not progress):
+        if doc.doc_id in seen_ids:
+            log.warning("duplicate doc_id %r: its chunks are kept under the same id", doc.doc_id)
+        seen_ids.add(doc.doc_id)
+        report.documents += 1
+        chunks.extend(
+            chunk_document(
+                doc.doc_id,
+                doc.title,
+                doc.url,
+                doc.text,
+                first_chunk_id=len(chunks),
+                size=chunk_size,
+                overlap=chunk_overlap,
+            )
+        )
+    if not chunks:
+        raise InputError(f"{source or 'knowledge base'}: no text to index")
+    report.chunks = len(chunks)
+    report.stage_seconds["load+chunk"] = time.perf_counter() - t0
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        t0 = time.perf_counter()
+        retriever = bm25s.BM25()
+        retriever.index([bm25_text(c) for c in chunks], show_progress=progress)
+        retriever.save(str(tmp / BM25_DIR), show_progress=False)
+        report.stage_seconds["bm25"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        dense = faiss.IndexFlatIP(embedder.dim)
+        for start in tqdm(
+            range(0, len(chunks), EMBED_BATCH), desc="embed", unit="batch", disable=not progress
+        ):
+            batch = chunks[start : start + EMBED_BATCH]
+            dense.add(embedder.embed_passages([dense_text(c) for c in batch]))
+        faiss.write_index(dense, str(tmp / DENSE))
+        report.stage_seconds["embed"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        with (tmp / CHUNKS).open("w", encoding="utf-8") as fh:
+            for c in chunks:
+                fh.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "kbqa_version": __version__,
+            "embedder": embedder.id,
+            "embedding_dim": embedder.dim,
+            "chunking": {"strategy": "coverage", "size": chunk_size, "overlap": chunk_overlap},
+            "documents": report.documents,
+            "chunks": report.chunks,
+            "source": str(source) if source else None,
+            "source_sha256": source_sha256(Path(source)) if source else None,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        _replace_dir(tmp, out)
+        report.stage_seconds["write"] = time.perf_counter() - t0
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    report.peak_rss_mib = peak_rss_mib()
+    return report
+
+
+def _replace_dir(tmp: Path, out: Path) -> None:
+    """Move ``tmp`` to ``out``; an old ``out`` is moved aside first and deleted after."""
+    old = out.parent / f".{out.name}.old-{os.getpid()}"
+    if out.exists():
+        os.replace(out, old)
+    os.replace(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def load_index(path: str | Path, *, embedder_id: str | None = None) -> ChunkIndex:
+    """Load an index directory written by :func:`build_index`.
+
+    Args:
+        path: The index directory.
+        embedder_id: When given, the embedder the caller will query with; it must be the one
+            the index was built with.
+
+    Raises:
+        IndexLoadError: The directory is missing, a file is missing or corrupt, counts disagree,
+            the format is from another kbqa version, or the embedder differs.
+    """
+    import bm25s
+    import faiss
+
+    p = Path(path)
+    if not p.is_dir():
+        raise IndexLoadError(f"index not found: {p} (build one with `kbqa index KB --out {p}`)")
+    try:
+        manifest = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise IndexLoadError(f"{p} is not a kbqa index: {MANIFEST} is missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise IndexLoadError(f"{p / MANIFEST} is corrupt: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
+        found = manifest.get("format_version") if isinstance(manifest, dict) else "?"
+        raise IndexLoadError(
+            f"{p}: index format {found} is not {FORMAT_VERSION}; rebuild it with `kbqa index`"
+        )
+    if embedder_id is not None and manifest.get("embedder") != embedder_id:
+        raise IndexLoadError(
+            f"{p} was built with embedder {manifest.get('embedder')!r}, but {embedder_id!r} "
+            "was asked for; rebuild the index or use the same embedder"
+        )
+    for name in (CHUNKS, DENSE, BM25_DIR):
+        if not (p / name).exists():
+            raise IndexLoadError(f"{p}: {name} is missing; the index is incomplete, rebuild it")
+    try:
+        with (p / CHUNKS).open(encoding="utf-8") as fh:
+            chunks = [Chunk(**json.loads(line)) for line in fh]
+        dense = faiss.read_index(str(p / DENSE))
+        bm25 = bm25s.BM25.load(str(p / BM25_DIR), show_progress=False)
+    except Exception as exc:  # corrupt files surface as many exception types
+        raise IndexLoadError(
+            f"{p}: index files are corrupt ({type(exc).__name__}: {exc})"
+        ) from None
+    n_bm25 = int(bm25.scores["num_docs"])
+    if not (len(chunks) == dense.ntotal == n_bm25 == manifest.get("chunks")):
+        raise IndexLoadError(
+            f"{p}: chunk counts disagree (store {len(chunks)}, dense {dense.ntotal}, "
+            f"bm25 {n_bm25}, manifest {manifest.get('chunks')}); rebuild the index"
+        )
+    if any(c.chunk_id != i for i, c in enumerate(chunks)):
+        raise IndexLoadError(f"{p}: {CHUNKS} rows are out of order; rebuild the index")
+    return ChunkIndex(path=p, manifest=manifest, chunks=chunks, bm25=bm25, dense=dense)

@@ -1,0 +1,88 @@
+"""Graph state: data only. Input, internal and output schemas as TypedDicts.
+
+Everything an evaluator needs to explain an answer (retrieved chunk ids and scores, the chunks
+given to the LLM, the route taken, retries, the node that produced the answer, time per node) is
+in the graph's output, not only in traces.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Required
+
+from typing_extensions import TypedDict
+
+
+class InputState(TypedDict):
+    """What a caller passes: ``{"question": "..."}``."""
+
+    question: str
+
+
+class RetrievedRecord(TypedDict):
+    """One retrieved chunk as recorded in state."""
+
+    chunk_id: int
+    doc_id: str
+    score: float
+    rank: int
+    is_padding: bool
+
+
+class Source(TypedDict):
+    """A passage cited for an answer."""
+
+    doc_id: str
+    title: str
+    url: str
+    chunk_id: int
+    score: float
+
+
+class NodeTiming(TypedDict):
+    """Wall time of one node run, in seconds."""
+
+    node: str
+    seconds: float
+
+
+class OutputState(TypedDict, total=False):
+    """What the graph returns.
+
+    Attributes:
+        question: The question as asked.
+        answer: Final short answer, or the abstention phrase.
+        abstained: True when the knowledge base did not yield an answer.
+        sources: Passages given to the LLM for the final answer (hits, best first).
+        route: Names of the nodes that ran, in order.
+        retries: How many times the retry node ran.
+        answered_by: Node whose generation produced the final answer (``generate``/``retry``).
+        language: ``bn`` or ``en`` (classify).
+        question_type: person, date, number, location, email, list, yes/no or
+            other (classify).
+        retrieved: Chunks of the last retrieval, in prompt order, with fused scores.
+        context_chunk_ids: Chunks that fitted the LLM's token budget, in prompt order.
+        raw_answer: The LLM's text before clean-up.
+        timings: Seconds per node run.
+    """
+
+    question: Required[str]
+    answer: str
+    abstained: bool
+    sources: list[Source]
+    route: Annotated[list[str], operator.add]
+    retries: int
+    answered_by: str
+    language: str
+    question_type: str
+    retrieved: list[RetrievedRecord]
+    context_chunk_ids: list[int]
+    raw_answer: str
+    timings: Annotated[list[NodeTiming], operator.add]
+
+
+class State(InputState, OutputState, total=False):
+    """Internal state: the output fields plus working values."""
+
+    k: int
+    prompt_tokens: int

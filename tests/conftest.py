@@ -1,0 +1,77 @@
+"""Shared fixtures: a small Bangla/English knowledge base indexed with the deterministic hash
+embedder, and the location of the real data (``../shared/data`` or ``$KBQA_DATA_DIR``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from kbqa.corpus.loaders import Document
+from kbqa.retrieval.embedders import HashEmbedder
+from kbqa.retrieval.index import build_index
+
+DOCS = [
+    Document("d1", "ঢাকা", "ঢাকা বাংলাদেশের রাজধানী ও বৃহত্তম শহর। এটি বুড়িগঙ্গা নদীর তীরে অবস্থিত।"),
+    Document(
+        "d2",
+        "রবীন্দ্রনাথ ঠাকুর",
+        "রবীন্দ্রনাথ ঠাকুর ১৮৬১ সালে কলকাতায় জন্মগ্রহণ করেন। তিনি ১৯১৩ সালে নোবেল পুরস্কার পান।",
+    ),
+    Document(
+        "d3",
+        "Paris",
+        "Paris is the capital of France. It lies on the Seine.",
+        "https://en.example.org/wiki/Paris",
+    ),
+    Document("d4", "পদ্মা নদী", "পদ্মা বাংলাদেশের একটি প্রধান নদী। এটি গঙ্গার প্রধান শাখা।"),
+    Document(
+        "d5",
+        "Marie Curie",
+        "Marie Curie won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.",
+    ),
+]
+
+
+def long_doc() -> Document:
+    """A document long enough for several chunks (for padding tests)."""
+    sentences = [f"বাক্য নম্বর {i} এখানে কিছু তথ্য আছে।" for i in range(120)]
+    return Document("long", "দীর্ঘ", " ".join(sentences))
+
+
+@pytest.fixture(scope="session")
+def tiny_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Index of DOCS + one long document, built with the ``fake/hash`` embedder."""
+    out = tmp_path_factory.mktemp("idx") / "tiny"
+    build_index([*DOCS, long_doc()], out, HashEmbedder(), progress=False)
+    return out
+
+
+@pytest.fixture
+def kb_file(tmp_path: Path) -> Path:
+    """DOCS as a JSON Lines knowledge base."""
+    path = tmp_path / "kb.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps(
+                {"doc_id": d.doc_id, "title": d.title, "text": d.text, "url": d.url},
+                ensure_ascii=False,
+            )
+            + "\n"
+            for d in DOCS
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def data_dir() -> Path | None:
+    """The shared evaluation data, or None when absent."""
+    env = os.environ.get("KBQA_DATA_DIR")
+    candidates = [Path(env)] if env else []
+    candidates.append(Path(__file__).resolve().parents[2] / "shared" / "data")
+    return next((p for p in candidates if (p / "bn" / "bnwiki_kb.jsonl").is_file()), None)

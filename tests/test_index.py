@@ -1,0 +1,92 @@
+"""Index writes are atomic; bad index directories fail with a clear error."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import DOCS
+
+from kbqa.corpus.loaders import Document
+from kbqa.errors import IndexLoadError, InputError
+from kbqa.retrieval.embedders import HashEmbedder
+from kbqa.retrieval.index import build_index, load_index
+
+
+class ExplodingEmbedder(HashEmbedder):
+    def embed_passages(self, texts: list[str]):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom in the middle of the build")
+
+
+def test_manifest(tiny_index: Path) -> None:
+    manifest = json.loads((tiny_index / "manifest.json").read_text())
+    assert manifest["embedder"] == "fake/hash"
+    assert manifest["documents"] == 6
+    assert manifest["chunking"] == {"strategy": "coverage", "size": 800, "overlap": 150}
+    idx = load_index(tiny_index)
+    assert manifest["chunks"] == len(idx.chunks) == idx.dense.ntotal
+
+
+def test_failed_build_leaves_old_index_untouched(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    build_index(DOCS[:2], out, HashEmbedder(), progress=False)
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(RuntimeError, match="boom"):
+        build_index(DOCS, out, ExplodingEmbedder(), progress=False)
+    after = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert before == after
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no temp dir left behind
+    assert len(load_index(out).chunks) == 2
+
+
+def test_failed_first_build_leaves_nothing(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError):
+        build_index(DOCS, tmp_path / "idx", ExplodingEmbedder(), progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_rebuild_replaces_index(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    build_index(DOCS[:1], out, HashEmbedder(), progress=False)
+    build_index(DOCS, out, HashEmbedder(), progress=False)
+    assert load_index(out).manifest["documents"] == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
+
+
+def test_refuses_to_overwrite_a_non_index_directory(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(InputError, match="not a kbqa index"):
+        build_index(DOCS, tmp_path / "mine", HashEmbedder(), progress=False)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_empty_knowledge_base(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no text"):
+        build_index([Document("x", "", "   ")], tmp_path / "idx", HashEmbedder(), progress=False)
+
+
+def test_missing_and_corrupt_indexes(tiny_index: Path, tmp_path: Path) -> None:
+    with pytest.raises(IndexLoadError, match="index not found"):
+        load_index(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(IndexLoadError, match=r"manifest\.json is missing"):
+        load_index(tmp_path / "empty")
+    bad = tmp_path / "bad"
+    shutil.copytree(tiny_index, bad)
+    (bad / "manifest.json").write_text("{not json")
+    with pytest.raises(IndexLoadError, match="corrupt"):
+        load_index(bad)
+    shutil.copytree(tiny_index, bad, dirs_exist_ok=True)
+    (bad / "dense.faiss").write_bytes(b"garbage")
+    with pytest.raises(IndexLoadError, match="corrupt"):
+        load_index(bad)
+    shutil.copytree(tiny_index, bad, dirs_exist_ok=True)
+    (bad / "dense.faiss").unlink()
+    with pytest.raises(IndexLoadError, match=r"dense\.faiss is missing"):
+        load_index(bad)
+    shutil.copytree(tiny_index, bad, dirs_exist_ok=True)
+    lines = (bad / "chunks.jsonl").read_text().splitlines()
+    (bad / "chunks.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(IndexLoadError, match="counts disagree"):
+        load_index(bad)

@@ -1,0 +1,66 @@
+"""Knowledge-base loading: JSONL and folders; bad lines and encodings name file and line."""
+
+from pathlib import Path
+
+import pytest
+
+from kbqa.corpus.loaders import load_documents
+from kbqa.errors import InputError
+
+
+def test_jsonl(kb_file: Path) -> None:
+    docs = list(load_documents(kb_file))
+    assert [d.doc_id for d in docs] == ["d1", "d2", "d3", "d4", "d5"]
+    assert docs[2].url == "https://en.example.org/wiki/Paris"
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"doc_id": "x", "title": "t"}', "has no 'text'"),
+        ('{"doc_id": "x", "text": "   "}', "has no 'text'"),
+        ("[1, 2]", "expected a JSON object"),
+    ],
+)
+def test_bad_line_names_file_and_line(kb_file: Path, line: str, problem: str) -> None:
+    with kb_file.open("a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+    with pytest.raises(InputError, match=rf"kb\.jsonl:6: .*{problem}.*--skip-bad-lines"):
+        list(load_documents(kb_file))
+    assert len(list(load_documents(kb_file, skip_bad_lines=True))) == 5
+
+
+def test_non_utf8_file(tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.jsonl"
+    bad.write_bytes('{"doc_id": "x", "text": "café"}\n'.encode("latin-1"))
+    with pytest.raises(InputError, match="not valid UTF-8"):
+        list(load_documents(bad))
+
+
+def test_missing_and_unsupported(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not found"):
+        list(load_documents(tmp_path / "nope.jsonl"))
+    (tmp_path / "kb.pdf").write_bytes(b"%PDF")
+    with pytest.raises(InputError, match="unsupported"):
+        list(load_documents(tmp_path / "kb.pdf"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match=r"no \.txt"):
+        list(load_documents(tmp_path / "empty"))
+
+
+def test_folder_of_text_markdown_and_html(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("ঢাকা বাংলাদেশের রাজধানী।", encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.md").write_text("# Title\n\nSome markdown text.", encoding="utf-8")
+    (tmp_path / "c.html").write_text(
+        "<html><head><title>Page C</title></head><body><nav>Home | About</nav>"
+        "<article><p>Paris is the capital of France. It is known for the Eiffel Tower and "
+        "many museums along the Seine river.</p></article></body></html>",
+        encoding="utf-8",
+    )
+    docs = {d.doc_id: d for d in load_documents(tmp_path)}
+    assert set(docs) == {"a.txt", "sub/b.md", "c.html"}
+    assert docs["c.html"].title == "Page C"
+    assert "capital of France" in docs["c.html"].text
+    assert "<p>" not in docs["c.html"].text

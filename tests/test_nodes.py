@@ -1,0 +1,120 @@
+"""Abstention detection, answer clean-up, question classification and token budgeting."""
+
+import pytest
+
+from kbqa.llm.fake import ScriptedChatModel
+from kbqa.nodes.check_abstention import is_abstention
+from kbqa.nodes.classify import detect_language, question_type
+from kbqa.nodes.finalize import clean_answer
+from kbqa.nodes.generate import fit_prompt
+from kbqa.prompts import ABSTENTION_PHRASE, Passage
+
+P = ABSTENTION_PHRASE
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        P,
+        f" {P}।",
+        "context-এ তথ্য নেই",
+        "তথ্য নেই",
+        "এই বিষয়ে জানা নেই।",
+        "I don't know.",
+        "Unknown",
+        "The context does not mention it",
+        "",
+        "   ",
+        "not mentioned in the text",
+        "বাংলাদেশের রাজধানী কোথায়?",  # the question echoed back
+    ],
+)
+def test_abstentions_are_detected(answer: str) -> None:
+    assert is_abstention(answer, P, question="বাংলাদেশের রাজধানী কোথায়?")
+
+
+@pytest.mark.parametrize(
+    "answer", ["ঢাকা", "১৯৭১ সালে", "Unknown Soldier memorial", "না", "No", "তথ্যপ্রযুক্তি"]
+)
+def test_answers_are_not_abstentions(answer: str) -> None:
+    assert not is_abstention(answer, P, question="প্রশ্ন?")
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("উত্তর: ঢাকা।", "ঢাকা"),
+        (' "Paris".\nMore text', "Paris"),
+        ("Answer: **1903**", "1903"),
+        ("\n\n  রবীন্দ্রনাথ ঠাকুর ", "রবীন্দ্রনাথ ঠাকুর"),
+    ],
+)
+def test_clean_answer(raw: str, clean: str) -> None:
+    assert clean_answer(raw) == clean
+
+
+def test_clean_answer_caps_length() -> None:
+    assert len(clean_answer("শব্দ " * 100, max_chars=50)) <= 50
+
+
+@pytest.mark.parametrize(
+    ("q", "lang", "qtype"),
+    [
+        ("বাংলাদেশের রাজধানী কোথায়?", "bn", "location"),
+        ("রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পান?", "bn", "date"),
+        ("গীতাঞ্জলি কে রচনা করেন?", "bn", "person"),
+        ("বাংলাদেশে কতটি জেলা আছে?", "bn", "number"),
+        ("পদ্মা কি একটি নদী?", "bn", "yes/no"),
+        ("বিভাগের ইমেইল ঠিকানা কী?", "bn", "email"),
+        ("রেল পরিবহনের প্রধান উপাদান গুলো কি কি?", "bn", "list"),
+        ("তিনি কোন কোন বিশ্ববিদ্যালয়ে শিক্ষকতা করেন?", "bn", "list"),
+        ("Who wrote Hamlet?", "en", "person"),
+        ("When did the war end?", "en", "date"),
+        ("Where is Paris?", "en", "location"),
+        ("How many moons does Mars have?", "en", "number"),
+        ("Is Paris in France?", "en", "yes/no"),
+        ("What is the capital of France?", "en", "other"),
+    ],
+)
+def test_classify(q: str, lang: str, qtype: str) -> None:
+    assert detect_language(q) == lang
+    assert question_type(q) == qtype
+
+
+def _passages() -> list[tuple[int, Passage]]:
+    return [
+        (1, Passage("a", "alpha " * 50)),
+        (1, Passage("b", "beta " * 50)),
+        (2, Passage("c", "gamma " * 50)),
+        (3, Passage("d", "delta " * 50)),
+    ]
+
+
+def test_budget_keeps_everything_when_it_fits() -> None:
+    model = ScriptedChatModel.from_name("fake/abstain")
+    _, kept, tokens = fit_prompt(model, "q?", _passages(), 10_000)
+    assert kept == [0, 1, 2, 3]
+    assert tokens <= 10_000
+
+
+def test_budget_drops_lowest_ranked_first() -> None:
+    model = ScriptedChatModel.from_name("fake/abstain")
+    full = fit_prompt(model, "q?", _passages(), 10_000)[2]
+    _, kept, tokens = fit_prompt(model, "q?", _passages(), full - 40)
+    assert kept == [0, 1, 2]  # rank 3 dropped
+    _, kept, tokens = fit_prompt(model, "q?", _passages(), full - 120)
+    assert kept == [0, 1]  # rank 1 and its padding stay together
+    assert tokens <= full - 120
+
+
+def test_budget_truncates_a_single_passage() -> None:
+    model = ScriptedChatModel.from_name("fake/abstain")
+    passages = [(1, Passage("a", "word " * 2000))]
+    _, kept, tokens = fit_prompt(model, "q?", passages, 500)
+    assert kept == [0] and tokens <= 500
+
+
+def test_budget_too_small_for_the_question() -> None:
+    model = ScriptedChatModel.from_name("fake/abstain")
+    with pytest.raises(ValueError, match="does not fit"):
+        fit_prompt(model, "q " * 1000, _passages(), 50)

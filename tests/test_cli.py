@@ -138,3 +138,165 @@ def test_bad_question_file(tiny_index: Path, tmp_path: Path) -> None:
         "fake/abstain",
     )
     assert code == 2 and "qa.jsonl:2" in text
+
+
+def test_folder_with_a_foreign_manifest_is_not_overwritten(kb_file: Path, tmp_path: Path) -> None:
+    webapp = tmp_path / "webapp"
+    webapp.mkdir()
+    (webapp / "manifest.json").write_text('{"name": "my pwa"}')
+    (webapp / "index.html").write_text("<html></html>")
+    code, text = run("index", str(kb_file), "--out", str(webapp), "--embedder", "fake/hash")
+    assert code == 2 and "not a kbqa index" in text
+    assert sorted(p.name for p in webapp.iterdir()) == ["index.html", "manifest.json"]
+
+
+def test_index_inside_the_knowledge_base_folder_is_refused(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.txt").write_text("Paris is the capital of France.")
+    code, text = run("index", str(site), "--out", str(site / "idx"), "--embedder", "fake/hash")
+    assert code == 2 and "inside the knowledge base" in text
+    assert [p.name for p in site.iterdir()] == ["a.txt"]
+
+
+def test_unwritable_index_path(kb_file: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, text = run(
+        "index", str(kb_file), "--out", str(blocker / "idx"), "--embedder", "fake/hash"
+    )
+    assert code == 2 and "cannot write index" in text
+
+
+def test_symbols_only_knowledge_base(tmp_path: Path) -> None:
+    kb = tmp_path / "kb.jsonl"
+    kb.write_text('{"doc_id": "a", "text": "!!! ???"}\n{"doc_id": "b", "text": "🙂🙂"}\n')
+    code, text = run("index", str(kb), "--out", str(tmp_path / "idx"), "--embedder", "fake/hash")
+    assert code == 2 and "no indexable words" in text
+
+
+@pytest.mark.parametrize("question", ["???!!!", "🙂🚀", "-"])
+def test_question_without_words(tiny_index: Path, question: str) -> None:
+    code, text = run(
+        "ask",
+        question,
+        "--index",
+        str(tiny_index),
+        "--embedder",
+        "fake/hash",
+        "--model",
+        "fake/script:ঢাকা",
+    )
+    assert code == 0, text
+
+
+def test_index_path_is_a_file(kb_file: Path) -> None:
+    code, text = run("ask", "q?", "--index", str(kb_file))
+    assert code == 2 and "is a file, not an index directory" in text
+
+
+def test_large_k_on_small_context(tiny_index: Path) -> None:
+    code, text = run(
+        "ask",
+        "ঢাকা?",
+        "--index",
+        str(tiny_index),
+        "--embedder",
+        "fake/hash",
+        "--model",
+        "fake/script:ঢাকা",
+        "--k",
+        "1000",
+        "--n-ctx",
+        "200",
+    )
+    assert code == 0, text
+
+
+def test_eval_out_is_checked_before_running(tiny_index: Path, tmp_path: Path) -> None:
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text('{"question": "ok?", "answers": ["x"]}\n')
+    code, text = run(
+        "eval",
+        str(qa),
+        "--index",
+        str(tiny_index),
+        "--embedder",
+        "fake/hash",
+        "--model",
+        "fake/abstain",
+        "--out",
+        str(tmp_path),
+    )
+    assert code == 2 and "is a directory" in text
+
+
+def test_one_failing_question_does_not_sink_the_eval(tiny_index: Path, tmp_path: Path) -> None:
+    qa = tmp_path / "qa.jsonl"
+    long_q = "শব্দ " * 5000
+    qa.write_text(
+        json.dumps({"qid": "long", "question": long_q, "answers": ["x"]})
+        + "\n"
+        + json.dumps({"qid": "ok", "question": "রাজধানী কোথায়?", "answers": ["ঢাকা"]})
+        + "\n"
+    )
+    out = tmp_path / "r.json"
+    code, text = run(
+        "eval",
+        str(qa),
+        "--index",
+        str(tiny_index),
+        "--embedder",
+        "fake/hash",
+        "--model",
+        "fake/script:ঢাকা",
+        "--n-ctx",
+        "512",
+        "--out",
+        str(out),
+    )
+    assert code == 0, text
+    result = json.loads(out.read_text())
+    assert result["summary"]["errors"] == 1
+    assert "error" in result["records"][0]
+    assert result["records"][1]["em"] == 1.0, json.dumps(result["records"][1], ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"question": "q?", "answers": 5}', "'answers' must be a list of strings"),
+        ('{"question": "q?", "answers": {"text": ["x"]}}', "'answers' must be a list of strings"),
+        ('{"question": "q?", "answers": [null, "x"]}', "'answers' must be a list of strings"),
+        (
+            '{"question": "q?", "answers": ["x"], "answerable": "false"}',
+            "'answerable' must be true",
+        ),
+        (
+            '{"question": "q?", "answers": [], "answerable": true}',
+            "answerable question has no answers",
+        ),
+        ('{"question": ["a", "b"], "answers": ["x"]}', "'question' must be a non-empty string"),
+    ],
+)
+def test_question_file_validation(
+    tiny_index: Path, tmp_path: Path, line: str, problem: str
+) -> None:
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text('{"question": "fine?", "answers": ["x"]}\n' + line + "\n")
+    code, text = run(
+        "eval",
+        str(qa),
+        "--index",
+        str(tiny_index),
+        "--embedder",
+        "fake/hash",
+        "--model",
+        "fake/abstain",
+    )
+    assert code == 2 and "qa.jsonl:2" in text and problem in text
+
+
+def test_context_rejects_tiny_n_ctx(tiny_index: Path) -> None:
+    code, text = run("ask", "q?", "--index", str(tiny_index), "--n-ctx", "33")
+    assert code == 2 and "n_ctx (33) must be at least" in text

@@ -79,3 +79,17 @@ def test_real_gemma_answers_bangla_questions(bangla_slice: tuple[Path, Path]) ->
     for rec in result.records:
         assert rec["route"][:3] == ["classify", "retrieve", "generate"]
         assert rec["route"][-1] == "finalize"
+
+
+def test_real_gemma_streams_tokens(bangla_slice: tuple[Path, Path]) -> None:
+    from kbqa.graph import graph
+
+    index, qa = bangla_slice
+    question = load_questions(qa)[0].question
+    ctx = Context(index_dir=str(index), model="gemma3-270m", max_retries=0)
+    tokens = [
+        msg.content
+        for msg, meta in graph.stream({"question": question}, context=ctx, stream_mode="messages")
+        if meta["langgraph_node"] == "generate"
+    ]
+    assert tokens, "the llama.cpp chat model reports its generation to LangGraph"

@@ -107,3 +107,14 @@ def test_input_and_output_schemas() -> None:
         "context_chunk_ids",
         "timings",
     } <= out
+
+
+def test_messages_stream_mode_sees_the_llm_call(tiny_index: Path) -> None:
+    seen = []
+    for message, metadata in graph.stream(
+        {"question": "বাংলাদেশের রাজধানী কোথায়?"},
+        context=ctx(tiny_index, "fake/script:ঢাকা"),
+        stream_mode="messages",
+    ):
+        seen.append((metadata["langgraph_node"], message.content))
+    assert ("generate", "ঢাকা") in seen

@@ -90,3 +90,21 @@ def test_missing_and_corrupt_indexes(tiny_index: Path, tmp_path: Path) -> None:
     (bad / "chunks.jsonl").write_text("\n".join(lines[:-1]) + "\n")
     with pytest.raises(IndexLoadError, match="counts disagree"):
         load_index(bad)
+
+
+def test_inconsistent_prev_chunk_id_is_detected(tiny_index: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    shutil.copytree(tiny_index, bad)
+    rows = [json.loads(line) for line in (bad / "chunks.jsonl").read_text().splitlines()]
+    rows[1]["prev_chunk_id"] = 99
+    (bad / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(IndexLoadError, match="row 1 is inconsistent"):
+        load_index(bad)
+
+
+def test_stale_temp_dirs_of_killed_builds_are_removed(tmp_path: Path) -> None:
+    stale = tmp_path / ".idx.tmp-999999999"
+    stale.mkdir()
+    (stale / "partial").write_text("x")
+    build_index(DOCS, tmp_path / "idx", HashEmbedder(), progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]

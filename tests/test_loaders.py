@@ -64,3 +64,46 @@ def test_folder_of_text_markdown_and_html(tmp_path: Path) -> None:
     assert docs["c.html"].title == "Page C"
     assert "capital of France" in docs["c.html"].text
     assert "<p>" not in docs["c.html"].text
+
+
+def test_utf8_bom_is_ignored(tmp_path: Path) -> None:
+    kb = tmp_path / "bom.jsonl"
+    kb.write_bytes(
+        b"\xef\xbb\xbf" + b'{"doc_id": "a", "text": "first"}\n{"doc_id": "b", "text": "x"}\n'
+    )
+    assert [d.doc_id for d in load_documents(kb)] == ["a", "b"]
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / "a.txt").write_bytes(b"\xef\xbb\xbfParis")
+    assert next(iter(load_documents(tmp_path / "f"))).text == "Paris"
+
+
+def test_non_utf8_line_is_named_and_skippable(tmp_path: Path) -> None:
+    kb = tmp_path / "late.jsonl"
+    good = '{"doc_id": "%d", "text": "ok"}\n'
+    kb.write_bytes(
+        (good % 1 + good % 2).encode() + '{"doc_id": "3", "text": "café"}\n'.encode("latin-1")
+    )
+    with pytest.raises(InputError, match=r"late\.jsonl:3: not valid UTF-8"):
+        list(load_documents(kb))
+    assert [d.doc_id for d in load_documents(kb, skip_bad_lines=True)] == ["1", "2"]
+
+
+def test_html_in_declared_charset(tmp_path: Path) -> None:
+    body = "<p>" + "Le café est très bon près de la Seine. " * 10 + "</p>"
+    head = '<head><meta charset="iso-8859-1"><title>Café</title></head>'
+    html = f"<html>{head}<body><article>{body}</article></body></html>"
+    (tmp_path / "page.html").write_bytes(html.encode("latin-1"))
+    doc = next(iter(load_documents(tmp_path)))
+    assert "café est très bon" in doc.text
+
+
+def test_non_string_fields(tmp_path: Path) -> None:
+    kb = tmp_path / "kb.jsonl"
+    kb.write_text('{"doc_id": "a", "text": 42}\n')
+    with pytest.raises(InputError, match="'text' must be a string"):
+        list(load_documents(kb))
+    kb.write_text('{"doc_id": {"x": 1}, "text": "t"}\n')
+    with pytest.raises(InputError, match="'doc_id' must be a string"):
+        list(load_documents(kb))
+    kb.write_text('{"doc_id": null, "id": "x", "text": "t"}\n{"doc_id": 7, "text": "t"}\n')
+    assert [d.doc_id for d in load_documents(kb)] == ["x", "7"]

@@ -116,5 +116,5 @@ def test_budget_truncates_a_single_passage() -> None:
 
 def test_budget_too_small_for_the_question() -> None:
     model = ScriptedChatModel.from_name("fake/abstain")
-    with pytest.raises(ValueError, match="does not fit"):
+    with pytest.raises(ValueError, match="shorten the question or raise n_ctx"):
         fit_prompt(model, "q " * 1000, _passages(), 50)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -82,7 +84,10 @@ def _context(index_dir: Path, model: str, k: int, embedder: str, **overrides: ob
         _fail(str(exc))
 
 
-IndexOpt = Annotated[Path, typer.Option("--index", "-i", help="Index directory from `kbqa index`.")]
+IndexOpt = Annotated[
+    Path,
+    typer.Option("--index", "-i", envvar="KBQA_INDEX", help="Index directory from `kbqa index`."),
+]
 ModelOpt = Annotated[
     str, typer.Option("--model", "-m", help="gemma3-270m, qwen2.5-coder-1.5b or a .gguf path.")
 ]
@@ -167,23 +172,33 @@ def eval_(
     ] = None,
 ) -> None:
     """Score the graph on a question file: EM, token F1, recall@k, answer-in-context, abstention."""
-    from kbqa.evals.runner import evaluate, format_summary, load_questions, select, write_result
+    from kbqa.evals.runner import (
+        check_writable,
+        evaluate,
+        format_summary,
+        load_questions,
+        select,
+        write_result,
+    )
 
     for name, value in (("limit", limit), ("sample", sample)):
         if value is not None and value <= 0:
             _fail(f"--{name} must be > 0, got {value}")
     ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx)
+    name = Path(model).stem if model.endswith(".gguf") else model
+    model_tag = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)
+    path = out or Path(f"eval-{questions.stem}-{model_tag}.json")
     try:
+        check_writable(path)
         qs = select(load_questions(questions), limit=limit, sample=sample, seed=seed)
         from kbqa.resources import chat_model_for, retriever_for
 
         retriever_for(ctx)
         chat_model_for(ctx)
         result = evaluate(qs, ctx)
-    except (KBQAError, ValueError) as exc:
+        write_result(result, path)
+    except (KBQAError, ValueError, OSError) as exc:
         _fail(str(exc))
-    path = out or Path(f"eval-{questions.stem}-{Path(model).stem}.json")
-    write_result(result, path)
     typer.echo(format_summary(result.summary))
     typer.echo(f"records written to {path}")
 
@@ -191,6 +206,8 @@ def eval_(
 def main() -> None:
     """Console-script entry point."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # SIGTERM unwinds like Ctrl-C, so half-written temporary files are removed.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     app()
 
 

@@ -96,9 +96,10 @@ class Context:
             )
         if self.fusion not in ("weighted", "rrf"):
             raise ValueError(f"fusion must be 'weighted' or 'rrf', got {self.fusion!r}")
-        if self.max_answer_tokens >= self.n_ctx:
+        if self.n_ctx < self.max_answer_tokens + 64:
             raise ValueError(
-                f"max_answer_tokens ({self.max_answer_tokens}) must be < n_ctx ({self.n_ctx})"
+                f"n_ctx ({self.n_ctx}) must be at least max_answer_tokens "
+                f"({self.max_answer_tokens}) + 64 to leave room for a prompt"
             )
 
     @classmethod

@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kbqa.errors import InputError
 
@@ -53,9 +54,9 @@ def load_documents(path: str | Path, *, skip_bad_lines: bool = False) -> Iterato
         raise InputError(f"knowledge base not found: {p}")
     if p.is_dir():
         yield from _load_folder(p)
-    elif p.suffix in (".jsonl", ".json", ".ndjson"):
+    elif p.suffix.lower() in (".jsonl", ".json", ".ndjson"):
         yield from _load_jsonl(p, skip_bad_lines=skip_bad_lines)
-    elif p.suffix in FOLDER_SUFFIXES:
+    elif p.suffix.lower() in FOLDER_SUFFIXES:
         yield _load_file(p, p.parent)
     else:
         raise InputError(
@@ -64,43 +65,85 @@ def load_documents(path: str | Path, *, skip_bad_lines: bool = False) -> Iterato
         )
 
 
+def read_jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any] | InputError]]:
+    """Yield ``(line number, object)`` for each non-blank line of a JSON Lines file, or
+    ``(line number, InputError)`` for a line that is not UTF-8, not JSON or not an object.
+
+    A UTF-8 byte-order mark at the start of the file is ignored.
+    """
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield (
+                    lineno,
+                    InputError(
+                        f"{path}:{lineno}: not valid UTF-8 "
+                        f"({exc.reason} at byte {exc.start} of the "
+                        "line); convert the file to UTF-8"
+                    ),
+                )
+                continue
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                hint = " (JSON Lines needs one object per line)" if line.strip() in "[{" else ""
+                yield lineno, InputError(f"{path}:{lineno}: not valid JSON ({exc.msg}){hint}")
+                continue
+            if not isinstance(obj, dict):
+                yield (
+                    lineno,
+                    InputError(
+                        f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}"
+                    ),
+                )
+                continue
+            yield lineno, obj
+
+
 def _load_jsonl(path: Path, *, skip_bad_lines: bool) -> Iterator[Document]:
     import logging
 
     log = logging.getLogger("kbqa.corpus")
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    yield _parse_record(line, path, lineno)
-                except InputError as exc:
-                    if not skip_bad_lines:
-                        raise InputError(f"{exc} (use --skip-bad-lines to skip it)") from None
-                    log.warning("skipping %s", exc)
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    for lineno, obj in read_jsonl_objects(path):
+        try:
+            if isinstance(obj, InputError):
+                raise obj
+            yield _parse_record(obj, path, lineno)
+        except InputError as exc:
+            if not skip_bad_lines:
+                raise InputError(f"{exc} (use --skip-bad-lines to skip it)") from None
+            log.warning("skipping %s", exc)
 
 
-def _parse_record(line: str, path: Path, lineno: int) -> Document:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-    if not isinstance(obj, dict):
-        raise InputError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+def _scalar(value: Any, field: str, path: Path, lineno: int) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        raise InputError(f"{path}:{lineno}: '{field}' must be a string, got {type(value).__name__}")
+    return str(value)
+
+
+def _parse_record(obj: dict[str, Any], path: Path, lineno: int) -> Document:
     text = obj.get("text")
-    if not isinstance(text, str) or not text.strip():
+    if text is None:
         raise InputError(f"{path}:{lineno}: record has no 'text'")
-    doc_id = obj.get("doc_id", obj.get("id"))
-    if doc_id is None or str(doc_id).strip() == "":
-        doc_id = f"{path.name}:{lineno}"
+    if not isinstance(text, str):
+        raise InputError(f"{path}:{lineno}: 'text' must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise InputError(f"{path}:{lineno}: record has no 'text' (it is empty)")
+    raw_id = obj.get("doc_id") if obj.get("doc_id") is not None else obj.get("id")
+    doc_id = _scalar(raw_id, "doc_id", path, lineno).strip() or f"{path.name}:{lineno}"
     return Document(
-        doc_id=str(doc_id),
-        title=str(obj.get("title") or ""),
+        doc_id=doc_id,
+        title=_scalar(obj.get("title"), "title", path, lineno),
         text=text,
-        url=str(obj.get("url") or ""),
+        url=_scalar(obj.get("url"), "url", path, lineno),
     )
 
 
@@ -117,21 +160,30 @@ def _load_folder(root: Path) -> Iterator[Document]:
 
 
 def _load_file(f: Path, root: Path) -> Document:
-    try:
-        raw = f.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{f}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    data = f.read_bytes()
     rel = f.relative_to(root).as_posix()
     if f.suffix.lower() in (".html", ".htm"):
-        title, text = _html_to_text(raw)
+        title, text = _html_to_text(data)
         return Document(doc_id=rel, title=title or f.stem, text=text)
+    try:
+        raw = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{f}: not valid UTF-8 ({exc.reason} at byte {exc.start}); convert it to UTF-8"
+        ) from None
     return Document(doc_id=rel, title=f.stem.replace("_", " "), text=raw)
 
 
-def _html_to_text(html: str) -> tuple[str, str]:
-    """Main text and title of an HTML page, extracted with trafilatura (favouring recall)."""
-    import trafilatura
+def _html_to_text(data: bytes) -> tuple[str, str]:
+    """Main text and title of an HTML page, extracted with trafilatura (favouring recall).
 
+    The bytes are decoded by trafilatura, which honours a byte-order mark and the page's declared
+    charset.
+    """
+    import trafilatura
+    from trafilatura.utils import decode_file
+
+    html = decode_file(data)
     text = trafilatura.extract(html, favor_recall=True, include_comments=False) or ""
     meta = trafilatura.extract_metadata(html)
     title = (meta.title if meta is not None else None) or ""

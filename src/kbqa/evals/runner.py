@@ -7,6 +7,7 @@ alternatives), ``doc_id``, ``answerable``, optional ``qtype``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import statistics
@@ -17,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from kbqa.context import Context
-from kbqa.errors import InputError
+from kbqa.corpus.loaders import read_jsonl_objects
+from kbqa.errors import InputError, KBQAError
 from kbqa.evals.metrics import answer_in_context, exact_match, max_over_golds, recall_at_k, token_f1
 from kbqa.resources import retriever_for
 
 RECALL_KS = (1, 3, 10)
+log = logging.getLogger("kbqa.evals")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,45 +40,49 @@ class Question:
 
 
 def load_questions(path: str | Path) -> list[Question]:
-    """Read a question file.
+    """Read and validate a question file.
 
     Raises:
-        InputError: Missing file, invalid JSON/UTF-8, or a record without a question (names line).
+        InputError: Missing file, a line that is not UTF-8 / JSON / an object, or a field of the
+            wrong type: ``question`` not a non-empty string, ``answers`` not a list of strings,
+            ``answerable`` not a boolean, an answerable question without answers. The message
+            names file and line.
     """
     p = Path(path)
     if not p.is_file():
         raise InputError(f"question file not found: {p}")
-    out: list[Question] = []
-    try:
-        with p.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{p}:{lineno}: not valid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict) or not str(obj.get("question") or "").strip():
-                    raise InputError(f"{p}:{lineno}: record has no 'question'")
-                answers = obj.get("answers") or []
-                if isinstance(answers, str):
-                    answers = [answers]
-                answerable = bool(obj.get("answerable", bool(answers)))
-                out.append(
-                    Question(
-                        qid=str(obj.get("qid", f"{p.name}:{lineno}")),
-                        question=str(obj["question"]),
-                        answers=[str(a) for a in answers] if answerable else [],
-                        doc_id=obj.get("doc_id"),
-                        answerable=answerable,
-                        qtype=obj.get("qtype"),
-                    )
-                )
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{p}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    out = [_parse_question(obj, p, lineno) for lineno, obj in read_jsonl_objects(p)]
     if not out:
         raise InputError(f"{p}: no questions")
     return out
+
+
+def _parse_question(obj: dict[str, Any] | InputError, p: Path, lineno: int) -> Question:
+    if isinstance(obj, InputError):
+        raise obj
+    where = f"{p}:{lineno}"
+    question = obj.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise InputError(f"{where}: 'question' must be a non-empty string")
+    answers = obj.get("answers", [])
+    if isinstance(answers, str):
+        answers = [answers]
+    if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+        raise InputError(f"{where}: 'answers' must be a list of strings, got {answers!r:.80}")
+    answerable = obj.get("answerable", bool(answers))
+    if not isinstance(answerable, bool):
+        raise InputError(f"{where}: 'answerable' must be true or false, got {answerable!r}")
+    if answerable and not [a for a in answers if a.strip()]:
+        raise InputError(f"{where}: answerable question has no answers")
+    doc_id = obj.get("doc_id")
+    return Question(
+        qid=str(obj.get("qid") or f"{p.name}:{lineno}"),
+        question=question,
+        answers=answers if answerable else [],
+        doc_id=None if doc_id is None else str(doc_id),
+        answerable=answerable,
+        qtype=None if obj.get("qtype") is None else str(obj.get("qtype")),
+    )
 
 
 def select(
@@ -123,6 +130,8 @@ def score_record(
         "retrieval_seconds": retr_s,
         "llm_seconds": llm_s,
     }
+    if "error" in out:
+        rec["error"] = out["error"]
     if q.answerable:
         rec["answer_in_context"] = answer_in_context(q.answers, context_text)
         if q.doc_id:
@@ -147,7 +156,11 @@ def evaluate(questions: Iterable[Question], ctx: Context, *, progress: bool = Tr
     qs = list(questions)
     for q in tqdm(qs, desc="eval", unit="q", disable=not progress):
         t0 = time.perf_counter()
-        out = graph.invoke({"question": q.question}, context=ctx)
+        try:
+            out = graph.invoke({"question": q.question}, context=ctx)
+        except (KBQAError, ValueError) as exc:  # one bad question must not sink the run
+            log.warning("question %s failed: %s", q.qid, exc)
+            out = {"answer": "", "abstained": False, "route": [], "error": str(exc)}
         seconds = time.perf_counter() - t0
         hits = retriever.retrieve(
             q.question,
@@ -189,6 +202,7 @@ def summarize(records: list[dict[str, Any]], ctx: Context | None = None) -> dict
     summary["abstention_rate_answerable"] = _mean([float(r["abstained"]) for r in ans])
     summary["abstention_rate_unanswerable"] = _mean([float(r["abstained"]) for r in unans])
     summary["retried"] = sum(1 for r in records if "retry" in r["route"])
+    summary["errors"] = sum(1 for r in records if "error" in r)
     secs = [r["seconds"] for r in records]
     summary["seconds_per_question_mean"] = _mean(secs)
     summary["seconds_per_question_median"] = round(statistics.median(secs), 4) if secs else None
@@ -209,13 +223,36 @@ def write_result(result: EvalResult, path: str | Path) -> None:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-    tmp.write_text(
-        json.dumps(
-            {"summary": result.summary, "records": result.records}, ensure_ascii=False, indent=1
-        ),
-        encoding="utf-8",
-    )
-    os.replace(tmp, p)
+    try:
+        tmp.write_text(
+            json.dumps(
+                {"summary": result.summary, "records": result.records},
+                ensure_ascii=False,
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
+        os.replace(tmp, p)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def check_writable(path: str | Path) -> Path:
+    """Fail early (before a long run) when ``path`` cannot be written as a file.
+
+    Raises:
+        InputError: ``path`` is a directory, or its folder cannot be created or written.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"cannot write results to {p}: it is a directory")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write results to {p}: {exc.strerror or exc}") from None
+    if not os.access(p.parent, os.W_OK):
+        raise InputError(f"cannot write results to {p}: folder is not writable")
+    return p
 
 
 def format_summary(summary: dict[str, Any]) -> str:

@@ -7,6 +7,8 @@ a lock: llama.cpp contexts are not safe to use from two threads at once.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -23,6 +25,23 @@ from kbqa.errors import ModelError
 _ROLES = {"system": "system", "human": "user", "ai": "assistant"}
 CHAT_OVERHEAD_TOKENS = 8
 """Template tokens per message assumed when budgeting ChatML prompts (``<|im_start|>role``)."""
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null for the duration (llama.cpp writes to it from C)."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 class LlamaCppChatModel(BaseChatModel):
@@ -65,14 +84,16 @@ class LlamaCppChatModel(BaseChatModel):
                 "llama-cpp-python is not installed: pip install llama-cpp-python"
             ) from None
         try:
-            llama = Llama(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                n_threads=n_threads,
-                n_batch=512,
-                verbose=False,
-                seed=0,
-            )
+            # llama.cpp prints context notes to stderr even when not verbose; keep the CLI quiet.
+            with _quiet_stderr():
+                llama = Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_threads=n_threads,
+                    n_batch=512,
+                    verbose=False,
+                    seed=0,
+                )
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"could not load GGUF {path}: {exc}") from None
         if str(path).endswith(".gguf") and model_name == str(path):

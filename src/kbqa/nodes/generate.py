@@ -22,7 +22,8 @@ from kbqa.state import State
 
 SAFETY_TOKENS = 8
 """Tokens kept free beyond the answer budget (BOS, template rounding)."""
-MAX_FIT_STEPS = 64
+TRUNCATION_STEPS = 16
+"""Most cuts of a single remaining passage before it is dropped."""
 
 
 def fit_prompt(
@@ -60,7 +61,7 @@ def fit_prompt(
             question, shown, style=style, question_type=question_type, language=language
         )
 
-    for _ in range(MAX_FIT_STEPS):
+    for _ in range(len(passages) + TRUNCATION_STEPS + 1):  # each step drops a rank or cuts text
         messages = render()
         tokens = model.get_num_tokens_from_messages(messages)
         if tokens <= budget:
@@ -78,9 +79,17 @@ def fit_prompt(
                 kept.remove(longest)
             else:
                 texts[longest] = texts[longest][:keep_chars]
+        if not kept:
+            break
+    else:
+        kept = []
+    messages = render()
+    tokens = model.get_num_tokens_from_messages(messages)
+    if tokens <= budget:
+        return messages, kept, tokens
     raise ValueError(
-        f"the question alone does not fit the model's context window ({budget} tokens); "
-        "shorten it or raise n_ctx"
+        f"the prompt without any passage needs {tokens} tokens but only {budget} are left for it "
+        "(n_ctx minus the answer budget); shorten the question or raise n_ctx"
     )
 
 

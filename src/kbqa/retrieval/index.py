@@ -132,11 +132,11 @@ def build_index(
     import faiss
     from tqdm import tqdm
 
-    out = Path(out)
-    if out.exists() and (
-        not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST).exists())
-    ):
+    out = Path(out).resolve()
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not is_index_dir(out))):
         raise InputError(f"{out} exists and is not a kbqa index; refusing to overwrite it")
+    if source is not None and Path(source).resolve() in (out, *out.parents):
+        raise InputError(f"the index {out} cannot be written inside the knowledge base {source}")
     report = BuildReport()
     t0 = time.perf_counter()
     chunks: list[Chunk] = []
@@ -159,17 +159,24 @@ def build_index(
         )
     if not chunks:
         raise InputError(f"{source or 'knowledge base'}: no text to index")
+    bm25_tokens = [bm25_text(c) for c in chunks]
+    if not any(bm25_tokens):
+        raise InputError(f"{source or 'knowledge base'}: no indexable words (only symbols)")
     report.chunks = len(chunks)
     report.stage_seconds["load+chunk"] = time.perf_counter() - t0
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temp_dirs(out)
+        tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+    except OSError as exc:
+        raise InputError(f"cannot write index to {out}: {exc.strerror or exc}") from None
     try:
         t0 = time.perf_counter()
         retriever = bm25s.BM25()
-        retriever.index([bm25_text(c) for c in chunks], show_progress=progress)
+        retriever.index(bm25_tokens, show_progress=progress)
         retriever.save(str(tmp / BM25_DIR), show_progress=False)
         report.stage_seconds["bm25"] = time.perf_counter() - t0
 
@@ -202,11 +209,34 @@ def build_index(
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
         _replace_dir(tmp, out)
         report.stage_seconds["write"] = time.perf_counter() - t0
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InputError(f"cannot write index to {out}: {exc.strerror or exc}") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     report.peak_rss_mib = peak_rss_mib()
     return report
+
+
+def is_index_dir(path: Path) -> bool:
+    """True when ``path`` holds a manifest written by kbqa (not any ``manifest.json``)."""
+    try:
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and {"kbqa_version", "embedder", "chunks"} <= manifest.keys()
+
+
+def _remove_stale_temp_dirs(out: Path) -> None:
+    """Delete temp dirs of earlier builds of ``out`` whose process is gone (killed builds)."""
+    for stale in out.parent.glob(f".{out.name}.tmp-*"):
+        try:
+            os.kill(int(stale.name.rsplit("-", 1)[1]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(stale, ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue
 
 
 def _replace_dir(tmp: Path, out: Path) -> None:
@@ -234,6 +264,8 @@ def load_index(path: str | Path, *, embedder_id: str | None = None) -> ChunkInde
     import faiss
 
     p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise IndexLoadError(f"{p} is a file, not an index directory (built by `kbqa index`)")
     if not p.is_dir():
         raise IndexLoadError(f"index not found: {p} (build one with `kbqa index KB --out {p}`)")
     try:
@@ -260,16 +292,20 @@ def load_index(path: str | Path, *, embedder_id: str | None = None) -> ChunkInde
             chunks = [Chunk(**json.loads(line)) for line in fh]
         dense = faiss.read_index(str(p / DENSE))
         bm25 = bm25s.BM25.load(str(p / BM25_DIR), show_progress=False)
+        n_bm25 = int(bm25.scores["num_docs"])
     except Exception as exc:  # corrupt files surface as many exception types
         raise IndexLoadError(
             f"{p}: index files are corrupt ({type(exc).__name__}: {exc})"
         ) from None
-    n_bm25 = int(bm25.scores["num_docs"])
     if not (len(chunks) == dense.ntotal == n_bm25 == manifest.get("chunks")):
         raise IndexLoadError(
             f"{p}: chunk counts disagree (store {len(chunks)}, dense {dense.ntotal}, "
             f"bm25 {n_bm25}, manifest {manifest.get('chunks')}); rebuild the index"
         )
-    if any(c.chunk_id != i for i, c in enumerate(chunks)):
-        raise IndexLoadError(f"{p}: {CHUNKS} rows are out of order; rebuild the index")
+    for i, c in enumerate(chunks):
+        prev_ok = c.prev_chunk_id == -1 or (
+            0 <= c.prev_chunk_id < i and chunks[c.prev_chunk_id].doc_id == c.doc_id
+        )
+        if c.chunk_id != i or not prev_ok:
+            raise IndexLoadError(f"{p}: {CHUNKS} row {i} is inconsistent; rebuild the index")
     return ChunkIndex(path=p, manifest=manifest, chunks=chunks, bm25=bm25, dense=dense)

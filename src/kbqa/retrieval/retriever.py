@@ -69,7 +69,10 @@ class HybridRetriever:
 
     def search_bm25(self, query: str, n: int) -> dict[int, float]:
         """Top-``n`` chunks by BM25: chunk id -> score (> 0 only)."""
-        scores = self.index.bm25.get_scores(tokenize(query))
+        tokens = tokenize(query)
+        if not tokens:  # only punctuation or symbols: nothing for BM25 to match
+            return {}
+        scores = self.index.bm25.get_scores(tokens)
         n = min(n, len(scores))
         top = np.argpartition(-scores, n - 1)[:n]
         return {int(i): float(scores[i]) for i in top if scores[i] > 0}

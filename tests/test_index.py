@@ -35,14 +35,15 @@ def test_failed_build_leaves_old_index_untouched(tmp_path: Path) -> None:
         build_index(DOCS, out, ExplodingEmbedder(), progress=False)
     after = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert before == after
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no temp dir left behind
+    # no temp dir left behind; only the (resumable) embedding cache
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".idx.embed-cache", "idx"]
     assert len(load_index(out).chunks) == 2
 
 
 def test_failed_first_build_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError):
         build_index(DOCS, tmp_path / "idx", ExplodingEmbedder(), progress=False)
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == [".idx.embed-cache"]
 
 
 def test_rebuild_replaces_index(tmp_path: Path) -> None:
@@ -108,3 +109,43 @@ def test_stale_temp_dirs_of_killed_builds_are_removed(tmp_path: Path) -> None:
     (stale / "partial").write_text("x")
     build_index(DOCS, tmp_path / "idx", HashEmbedder(), progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
+
+
+class CountingEmbedder(HashEmbedder):
+    def __init__(self, fail_after: int | None = None) -> None:
+        super().__init__()
+        self.batches = 0
+        self.fail_after = fail_after
+
+    def embed_passages(self, texts: list[str]):  # type: ignore[no-untyped-def]
+        if self.fail_after is not None and self.batches >= self.fail_after:
+            raise KeyboardInterrupt
+        self.batches += 1
+        return super().embed_passages(texts)
+
+
+def test_interrupted_build_resumes_without_re_embedding(tmp_path: Path) -> None:
+    import kbqa.retrieval.index as index_mod
+
+    docs = [Document(f"d{i}", "", f"document number {i} says something {i}.") for i in range(100)]
+    batches = -(-100 // index_mod.EMBED_BATCH)
+    with pytest.raises(KeyboardInterrupt):
+        build_index(docs, tmp_path / "idx", CountingEmbedder(fail_after=2), progress=False)
+    assert not (tmp_path / "idx").exists()
+    second = CountingEmbedder()
+    report = build_index(docs, tmp_path / "idx", second, progress=False)
+    assert second.batches == batches - 2
+    assert report.resumed_chunks == 2 * index_mod.EMBED_BATCH
+    fresh = tmp_path / "fresh"
+    build_index(docs, fresh, HashEmbedder(), progress=False)
+    assert (tmp_path / "idx" / "dense.faiss").read_bytes() == (fresh / "dense.faiss").read_bytes()
+    assert not (tmp_path / ".idx.embed-cache").exists()  # removed after success
+
+
+def test_changed_knowledge_base_does_not_reuse_the_cache(tmp_path: Path) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        build_index(DOCS, tmp_path / "idx", CountingEmbedder(fail_after=0), progress=False)
+    other = [Document("z", "", "completely different text")]
+    counting = CountingEmbedder()
+    report = build_index(other, tmp_path / "idx", counting, progress=False)
+    assert report.resumed_chunks == 0 and counting.batches == 1

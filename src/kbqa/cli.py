@@ -69,6 +69,10 @@ def index(
     typer.echo(f"index written to {out}")
     typer.echo(f"documents      {report.documents}")
     typer.echo(f"chunks         {report.chunks}")
+    if report.resumed_chunks:
+        typer.echo(
+            f"resumed        {report.resumed_chunks} chunks embedded by an interrupted build"
+        )
     for stage, sec in report.stage_seconds.items():
         typer.echo(f"time {stage:<10}{sec:8.1f} s")
     typer.echo(f"time total    {time.perf_counter() - t0:8.1f} s")

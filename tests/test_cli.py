@@ -86,7 +86,7 @@ def test_bad_kb_line_and_skip(kb_file: Path, tmp_path: Path) -> None:
     code, text = run(
         "index", str(kb_file), "--out", str(out), "--embedder", "fake/hash", "--skip-bad-lines"
     )
-    assert code == 0 and "documents      5" in text
+    assert code == 0 and "documents      5" in text and "skipped        1 bad lines" in text
 
 
 def test_missing_model_package(tiny_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -239,3 +239,13 @@ def test_question_file_validation(
 def test_context_rejects_tiny_n_ctx(tiny_index: Path) -> None:
     code, text = run("ask", "q?", "--index", str(tiny_index), "--n-ctx", "33")
     assert code == 2 and "n_ctx (33) must be at least" in text
+
+
+def test_parent_of_indexes_gets_a_hint(tiny_index: Path) -> None:
+    code, text = run("ask", "q?", "--index", str(tiny_index.parent))
+    assert code == 2 and "pass one to --index" in text and str(tiny_index) in text
+
+
+def test_version() -> None:
+    code, text = run("--version")
+    assert code == 0 and text.startswith("kbqa ")

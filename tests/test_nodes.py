@@ -46,6 +46,8 @@ def test_answers_are_not_abstentions(answer: str) -> None:
         ("উত্তর: ঢাকা।", "ঢাকা"),
         (' "Paris".\nMore text', "Paris"),
         ("Answer: **1903**", "1903"),
+        (" [3] Luke Kuechly", "Luke Kuechly"),
+        ("[12]: ঢাকা", "ঢাকা"),
         ("\n\n  রবীন্দ্রনাথ ঠাকুর ", "রবীন্দ্রনাথ ঠাকুর"),
     ],
 )

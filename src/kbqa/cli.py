@@ -24,9 +24,23 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from kbqa import __version__
+
+        typer.echo(f"kbqa {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
 ) -> None:
     logging.getLogger("kbqa").setLevel(logging.INFO if verbose else logging.WARNING)
 
@@ -48,6 +62,8 @@ def index(
     skip_bad_lines: Annotated[bool, typer.Option(help="Skip malformed JSONL lines.")] = False,
 ) -> None:
     """Chunk a knowledge base and build its BM25 + dense index."""
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
     from kbqa.corpus.loaders import load_documents
     from kbqa.retrieval.embedders import load_embedder
     from kbqa.retrieval.index import build_index
@@ -60,14 +76,18 @@ def index(
             )
         t0 = time.perf_counter()
         emb = load_embedder(embedder)
-        docs = load_documents(kb, skip_bad_lines=skip_bad_lines)
-        report = build_index(
-            docs, out, emb, source=kb, chunk_size=chunk_size, chunk_overlap=chunk_overlap
-        )
+        skipped: list[str] = []
+        docs = load_documents(kb, skip_bad_lines=skip_bad_lines, skipped=skipped)
+        with logging_redirect_tqdm():
+            report = build_index(
+                docs, out, emb, source=kb, chunk_size=chunk_size, chunk_overlap=chunk_overlap
+            )
     except KBQAError as exc:
         _fail(str(exc))
     typer.echo(f"index written to {out}")
     typer.echo(f"documents      {report.documents}")
+    if skipped:
+        typer.echo(f"skipped        {len(skipped)} bad lines (first: {skipped[0]})")
     typer.echo(f"chunks         {report.chunks}")
     if report.resumed_chunks:
         typer.echo(
@@ -93,7 +113,13 @@ IndexOpt = Annotated[
     typer.Option("--index", "-i", envvar="KBQA_INDEX", help="Index directory from `kbqa index`."),
 ]
 ModelOpt = Annotated[
-    str, typer.Option("--model", "-m", help="gemma3-270m, qwen2.5-coder-1.5b or a .gguf path.")
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        envvar="KBQA_MODEL",
+        help="gemma3-270m, qwen2.5-coder-1.5b or a .gguf path.",
+    ),
 ]
 KOpt = Annotated[int, typer.Option("--k", "-k", help="Chunks retrieved on the first pass.")]
 NCtxOpt = Annotated[
@@ -172,7 +198,13 @@ def eval_(
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed for --sample.")] = 0,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Per-question records (JSON).")
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Summary and per-question records (JSON). Default: "
+            "eval-<data folder>-<file>-<model>.json in the current directory.",
+        ),
     ] = None,
 ) -> None:
     """Score the graph on a question file: EM, token F1, recall@k, answer-in-context, abstention."""
@@ -191,7 +223,8 @@ def eval_(
     ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx)
     name = Path(model).stem if model.endswith(".gguf") else model
     model_tag = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)
-    path = out or Path(f"eval-{questions.stem}-{model_tag}.json")
+    data_tag = f"{questions.resolve().parent.name}-{questions.stem}"
+    path = out or Path(f"eval-{data_tag}-{model_tag}.json")
     try:
         check_writable(path)
         qs = select(load_questions(questions), limit=limit, sample=sample, seed=seed)
@@ -210,6 +243,7 @@ def eval_(
 def main() -> None:
     """Console-script entry point."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs each build step at DEBUG
     # SIGTERM unwinds like Ctrl-C, so half-written temporary files are removed.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     app()

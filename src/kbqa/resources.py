@@ -29,7 +29,7 @@ def load_retriever(index_dir: str, embedder: str) -> HybridRetriever:
         ModelError: The embedder cannot be loaded.
     """
     index = load_index(index_dir, embedder_id=embedder)
-    return HybridRetriever(index, load_embedder(embedder))
+    return HybridRetriever(index, load_embedder(embedder, for_queries=True))
 
 
 def retriever_for(ctx: Context) -> HybridRetriever:

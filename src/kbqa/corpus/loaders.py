@@ -34,13 +34,16 @@ class Document:
     url: str = ""
 
 
-def load_documents(path: str | Path, *, skip_bad_lines: bool = False) -> Iterator[Document]:
+def load_documents(
+    path: str | Path, *, skip_bad_lines: bool = False, skipped: list[str] | None = None
+) -> Iterator[Document]:
     """Yield the documents of a knowledge base.
 
     Args:
         path: A ``.jsonl`` file or a folder holding ``.txt`` / ``.md`` / ``.html`` files
             (searched recursively; HTML is converted to text with trafilatura).
         skip_bad_lines: For JSON Lines, log and skip a malformed line instead of raising.
+        skipped: When given, the message of each skipped line is appended to it.
 
     Yields:
         Documents in file order.
@@ -55,7 +58,7 @@ def load_documents(path: str | Path, *, skip_bad_lines: bool = False) -> Iterato
     if p.is_dir():
         yield from _load_folder(p)
     elif p.suffix.lower() in (".jsonl", ".json", ".ndjson"):
-        yield from _load_jsonl(p, skip_bad_lines=skip_bad_lines)
+        yield from _load_jsonl(p, skip_bad_lines=skip_bad_lines, skipped=skipped)
     elif p.suffix.lower() in FOLDER_SUFFIXES:
         yield _load_file(p, p.parent)
     else:
@@ -106,7 +109,9 @@ def read_jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any] | Input
             yield lineno, obj
 
 
-def _load_jsonl(path: Path, *, skip_bad_lines: bool) -> Iterator[Document]:
+def _load_jsonl(
+    path: Path, *, skip_bad_lines: bool, skipped: list[str] | None
+) -> Iterator[Document]:
     import logging
 
     log = logging.getLogger("kbqa.corpus")
@@ -119,6 +124,8 @@ def _load_jsonl(path: Path, *, skip_bad_lines: bool) -> Iterator[Document]:
             if not skip_bad_lines:
                 raise InputError(f"{exc} (use --skip-bad-lines to skip it)") from None
             log.warning("skipping %s", exc)
+            if skipped is not None:
+                skipped.append(str(exc))
 
 
 def _scalar(value: Any, field: str, path: Path, lineno: int) -> str:

@@ -258,7 +258,13 @@ def check_writable(path: str | Path) -> Path:
 def format_summary(summary: dict[str, Any]) -> str:
     """The summary as an aligned two-column table."""
     width = max(len(k) for k in summary)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in summary.items())
+
+    def show(value: Any) -> str:
+        if value is None:
+            return "n/a"
+        return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    return "\n".join(f"{k:<{width}}  {show(v)}" for k, v in summary.items())
 
 
 __all__ = [

@@ -13,7 +13,9 @@ from kbqa.nodes._record import visited
 from kbqa.resources import retriever_for
 from kbqa.state import Source, State
 
-_LABEL = regex.compile(r"^\s*(উত্তর|উত্তরঃ|answer|a|ans)\s*[:ঃ\-–]\s*", regex.I)
+_LABEL = regex.compile(r"^\s*((উত্তর|উত্তরঃ|answer|a|ans)\s*[:ঃ\-–]|\[\s*\d+\s*\]\s*:?)\s*", regex.I)
+"""A leading answer label or a passage citation marker such as ``[3]`` (the prompt numbers
+passages and small models copy the number)."""
 _QUOTES = "\"'“”‘’«»`*_[](){}"
 _TRAILING = " \t।.,;:!|-–—"
 

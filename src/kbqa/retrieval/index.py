@@ -340,7 +340,9 @@ def load_index(path: str | Path, *, embedder_id: str | None = None) -> ChunkInde
     try:
         manifest = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise IndexLoadError(f"{p} is not a kbqa index: {MANIFEST} is missing") from None
+        inside = sorted(str(d) for d in p.iterdir() if d.is_dir() and (d / MANIFEST).exists())
+        hint = f"; it holds the indexes {', '.join(inside)}: pass one to --index" if inside else ""
+        raise IndexLoadError(f"{p} is not a kbqa index: {MANIFEST} is missing{hint}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise IndexLoadError(f"{p / MANIFEST} is corrupt: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:

@@ -17,5 +17,4 @@ typecheck:
 	.venv/bin/mypy
 
 bench:
-	.venv/bin/python benchmarks/retrieval_latency.py --index index/bnwiki \
-		--questions ../shared/data/bn/banglarqa_validation.qa.jsonl
+	.venv/bin/python benchmarks/retrieval_latency.py --index index/bnwiki

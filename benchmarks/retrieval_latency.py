@@ -13,9 +13,11 @@ BM25 only, dense only (query embedding included); then queries/s of bm25s and ra
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -42,7 +44,14 @@ def timed(fn, queries: list[str]) -> list[float]:  # type: ignore[no-untyped-def
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--index", required=True)
-    ap.add_argument("--questions", required=True)
+    data = Path(
+        os.environ.get("KBQA_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")
+    )
+    ap.add_argument(
+        "--questions",
+        default=str(data / "bn" / "banglarqa_validation.qa.jsonl"),
+        help="question file (default: BanglaRQA validation in $KBQA_DATA_DIR or ../shared/data)",
+    )
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(

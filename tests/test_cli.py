@@ -112,11 +112,7 @@ def test_unknown_model(tiny_index: Path) -> None:
 def test_bad_question_file(tiny_index: Path, tmp_path: Path) -> None:
     qa = tmp_path / "qa.jsonl"
     qa.write_text('{"question": "ok?", "answers": ["x"]}\n{"answers": ["y"]}\n')
-    code, text = run_fake(
-        "eval",
-        str(qa),
-        tiny_index,
-    )
+    code, text = run_fake("eval", str(qa), tiny_index)
     assert code == 2 and "qa.jsonl:2" in text
 
 
@@ -176,13 +172,7 @@ def test_large_k_on_small_context(tiny_index: Path) -> None:
 def test_eval_out_is_checked_before_running(tiny_index: Path, tmp_path: Path) -> None:
     qa = tmp_path / "qa.jsonl"
     qa.write_text('{"question": "ok?", "answers": ["x"]}\n')
-    code, text = run_fake(
-        "eval",
-        str(qa),
-        tiny_index,
-        "--out",
-        str(tmp_path),
-    )
+    code, text = run_fake("eval", str(qa), tiny_index, "--out", str(tmp_path))
     assert code == 2 and "is a directory" in text
 
 
@@ -228,11 +218,7 @@ def test_question_file_validation(
 ) -> None:
     qa = tmp_path / "qa.jsonl"
     qa.write_text('{"question": "fine?", "answers": ["x"]}\n' + line + "\n")
-    code, text = run_fake(
-        "eval",
-        str(qa),
-        tiny_index,
-    )
+    code, text = run_fake("eval", str(qa), tiny_index)
     assert code == 2 and "qa.jsonl:2" in text and problem in text
 
 

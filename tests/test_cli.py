@@ -47,11 +47,12 @@ def test_index_ask_eval_with_fakes(kb_file: Path, tmp_path: Path) -> None:
         )
         + "\n"
     )
-    report = tmp_path / "r.json"
-    code, text = run_fake("eval", str(qa), out, "--out", str(report), model="fake/script:ঢাকা")
+    run_dir = tmp_path / "run"
+    code, text = run_fake("eval", str(qa), out, "--out", str(run_dir), model="fake/script:ঢাকা")
     assert code == 0, text
-    summary = json.loads(report.read_text())["summary"]
-    assert summary["em"] == 1.0 and summary["recall@1"] == 1.0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["exact_match"] == 1.0 and summary["recall@1"] == 1.0
+    assert (run_dir / "report.md").is_file() and (run_dir / "plots" / "recall_at_k.png").is_file()
 
 
 @pytest.mark.parametrize("question", ["", "   "])
@@ -172,8 +173,11 @@ def test_large_k_on_small_context(tiny_index: Path) -> None:
 def test_eval_out_is_checked_before_running(tiny_index: Path, tmp_path: Path) -> None:
     qa = tmp_path / "qa.jsonl"
     qa.write_text('{"question": "ok?", "answers": ["x"]}\n')
-    code, text = run_fake("eval", str(qa), tiny_index, "--out", str(tmp_path))
-    assert code == 2 and "is a directory" in text
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, text = run_fake("eval", str(qa), tiny_index, "--out", str(blocker))
+    assert code == 2 and "it is a file" in text
+    assert blocker.read_text() == "x"
 
 
 def test_one_failing_question_does_not_sink_the_eval(tiny_index: Path, tmp_path: Path) -> None:
@@ -185,15 +189,17 @@ def test_one_failing_question_does_not_sink_the_eval(tiny_index: Path, tmp_path:
         + json.dumps({"qid": "ok", "question": "রাজধানী কোথায়?", "answers": ["ঢাকা"]})
         + "\n"
     )
-    out = tmp_path / "r.json"
+    out = tmp_path / "run"
     code, text = run_fake(
         "eval", str(qa), tiny_index, "--n-ctx", "512", "--out", str(out), model="fake/script:ঢাকা"
     )
     assert code == 0, text
-    result = json.loads(out.read_text())
-    assert result["summary"]["errors"] == 1
-    assert "error" in result["records"][0]
-    assert result["records"][1]["em"] == 1.0, json.dumps(result["records"][1], ensure_ascii=False)
+    assert json.loads((out / "summary.json").read_text())["errors"] == 1
+    records = {
+        r["qid"]: r for r in map(json.loads, (out / "records.jsonl").read_text().splitlines())
+    }
+    assert "error" in records["long"]
+    assert records["ok"]["scores"]["exact_match"] == 1.0, records["ok"]
 
 
 @pytest.mark.parametrize(

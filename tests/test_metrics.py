@@ -10,7 +10,6 @@ from kbqa.evals.metrics import (
     recall_at_k,
     token_f1,
 )
-from kbqa.evals.runner import summarize
 
 
 def test_normalize_answer() -> None:
@@ -64,37 +63,3 @@ def test_answer_in_context() -> None:
     assert answer_in_context(["ল্যুভর জাদুঘরে"], "দুটি ফলক ল্যুভর জাদুঘরে আছে।") == 1.0
     assert answer_in_context(["ঢাকা"], "ঢাকাই শাড়ি") == 0.0  # whole tokens only
     assert answer_in_context([], "anything") == 0.0
-
-
-def test_summarize() -> None:
-    rec = {"route": ["generate"], "seconds": 1.0, "retrieval_seconds": 0.1, "llm_seconds": 0.9}
-    records = [
-        {
-            **rec,
-            "answerable": True,
-            "em": 1.0,
-            "f1": 1.0,
-            "abstained": False,
-            "recall@1": 1.0,
-            "recall@3": 1.0,
-            "recall@10": 1.0,
-            "answer_in_context": 1.0,
-        },
-        {
-            **rec,
-            "answerable": True,
-            "em": 0.0,
-            "f1": 0.5,
-            "abstained": False,
-            "recall@1": 0.0,
-            "recall@3": 1.0,
-            "recall@10": 1.0,
-            "answer_in_context": 0.0,
-        },
-        {**rec, "answerable": False, "em": 1.0, "f1": 1.0, "abstained": True},
-    ]
-    s = summarize(records)
-    assert s["em"] == pytest.approx(0.6667, abs=1e-4)
-    assert s["f1_answerable"] == 0.75
-    assert s["recall@1"] == 0.5 and s["recall@3"] == 1.0
-    assert s["abstention_rate_answerable"] == 0.0 and s["abstention_rate_unanswerable"] == 1.0

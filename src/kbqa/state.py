@@ -39,6 +39,14 @@ class Source(TypedDict):
     score: float
 
 
+class StageAnswer(TypedDict):
+    """The answer one answering stage produced, before later stages changed it."""
+
+    stage: str
+    answer: str
+    abstained: bool
+
+
 class NodeTiming(TypedDict):
     """Wall time of one node run, in seconds."""
 
@@ -63,6 +71,9 @@ class OutputState(TypedDict, total=False):
         retrieved: Chunks of the last retrieval, in prompt order, with fused scores.
         context_chunk_ids: Chunks that fitted the LLM's token budget, in prompt order.
         raw_answer: The LLM's text before clean-up.
+        stage_answers: Cleaned answer of every answering stage in order (``generate``,
+            ``retry``, ...), so evaluations can attribute the final answer and count what each
+            later stage changed.
         timings: Seconds per node run.
     """
 
@@ -78,6 +89,7 @@ class OutputState(TypedDict, total=False):
     retrieved: list[RetrievedRecord]
     context_chunk_ids: list[int]
     raw_answer: str
+    stage_answers: Annotated[list[StageAnswer], operator.add]
     timings: Annotated[list[NodeTiming], operator.add]
 
 

@@ -79,3 +79,12 @@ def answer_in_context(golds: Iterable[str], context: str) -> float:
     """1.0 when some normalised gold answer occurs inside the normalised context."""
     ctx = f" {normalize_answer(context)} "
     return float(any(g2 and f" {g2} " in ctx for g2 in (normalize_answer(g) for g in golds)))
+
+
+def answer_contained(prediction: str, gold: str) -> float:
+    """1.0 when the normalised ``gold`` occurs as whole tokens inside the normalised
+    ``prediction`` (FlashRAG's accuracy; Jin et al., 2024). An empty gold or prediction -> 0.0."""
+    g, p = normalize_answer(gold), normalize_answer(prediction)
+    if not g or not p:
+        return 0.0
+    return float(f" {g} " in f" {p} ")

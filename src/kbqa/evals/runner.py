@@ -1,7 +1,16 @@
-"""Run the graph over a question file and score it.
+"""Run the graph over questions with :func:`langsmith.evaluate`, resumably.
 
-Question file format (``shared/data``): JSON Lines with ``qid``, ``question``, ``answers`` (list of
-alternatives), ``doc_id``, ``answerable``, optional ``qtype``.
+A run directory holds::
+
+    config.json     what was run (question file hash, sample, seed, Context); a re-run with the
+                    same settings resumes, other settings are refused
+    records.jsonl   one record per finished question, appended as each finishes
+    summary.json    aggregate figures (see :mod:`kbqa.evals.summary`)
+    report.md       tables and plots (see :mod:`kbqa.evals.report`)
+
+Without ``LANGSMITH_API_KEY`` the evaluation runs locally (``upload_results=False``) through a
+client that is told the server's capabilities up front, so no socket is opened. With a key and
+``upload=True`` the questions are pushed to a LangSmith dataset and an experiment is uploaded.
 """
 
 from __future__ import annotations
@@ -9,271 +18,348 @@ from __future__ import annotations
 import json
 import logging
 import os
-import random
-import statistics
+import resource
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbqa import __version__
 from kbqa.context import Context
-from kbqa.corpus.loaders import read_jsonl_objects
 from kbqa.errors import InputError, KBQAError
-from kbqa.evals.metrics import answer_in_context, exact_match, max_over_golds, recall_at_k, token_f1
-from kbqa.resources import retriever_for
+from kbqa.evals.datasets import Question, example_id, push_dataset, to_examples
+from kbqa.evals.evaluators import RECALL_KS, default_evaluators, score_all
+from kbqa.evals.summary import summarize
+from kbqa.evals.tracing import langsmith_client, upload_enabled
+from kbqa.resources import chat_model_for, retriever_for
 
-RECALL_KS = (1, 3, 10)
 log = logging.getLogger("kbqa.evals")
 
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """One evaluation question."""
-
-    qid: str
-    question: str
-    answers: list[str]
-    doc_id: str | None = None
-    answerable: bool = True
-    qtype: str | None = None
+CONFIG_FILE = "config.json"
+RECORDS_FILE = "records.jsonl"
+SUMMARY_FILE = "summary.json"
 
 
-def load_questions(path: str | Path) -> list[Question]:
-    """Read and validate a question file.
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process so far, in MiB (Linux ``ru_maxrss`` is KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
-    Raises:
-        InputError: Missing file, a line that is not UTF-8 / JSON / an object, or a field of the
-            wrong type: ``question`` not a non-empty string, ``answers`` not a list of strings,
-            ``answerable`` not a boolean, an answerable question without answers. The message
-            names file and line.
+
+def run_question(question: str, ctx: Context) -> dict[str, Any]:
+    """Invoke the graph on one question and add the evidence evaluators read.
+
+    Returns:
+        The graph's output plus ``retrieved_doc_ids`` (distinct documents of a top-10 fused
+        retrieval without padding, for recall@k), ``context_text`` (the chunks the LLM was given)
+        and ``graph_seconds`` (wall time of the graph alone). A question the graph rejects
+        (:class:`KBQAError`, ``ValueError``) yields ``{"error": ...}`` with an empty answer instead
+        of an exception, so one bad question does not sink a run.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"question file not found: {p}")
-    out = [_parse_question(obj, p, lineno) for lineno, obj in read_jsonl_objects(p)]
-    if not out:
-        raise InputError(f"{p}: no questions")
+    from kbqa.graph import graph
+
+    t0 = time.perf_counter()
+    try:
+        out: dict[str, Any] = dict(graph.invoke({"question": question}, context=ctx))
+    except (KBQAError, ValueError) as exc:
+        log.warning("question failed: %s", exc)
+        out = {"answer": "", "abstained": False, "route": [], "error": str(exc)}
+    out["graph_seconds"] = time.perf_counter() - t0
+    retriever = retriever_for(ctx)
+    chunks = retriever.index.chunks
+    hits = retriever.retrieve(
+        question,
+        max(RECALL_KS),
+        bm25_weight=ctx.bm25_weight,
+        dense_weight=ctx.dense_weight,
+        candidate_pool=ctx.candidate_pool,
+        fusion=ctx.fusion,
+        pad_previous=False,
+    )
+    docs: list[str] = []
+    for h in hits:
+        if chunks[h.chunk_id].doc_id not in docs:
+            docs.append(chunks[h.chunk_id].doc_id)
+    out["retrieved_doc_ids"] = docs
+    out["context_text"] = "\n".join(chunks[c].text for c in out.get("context_chunk_ids", []))
     return out
 
 
-def _parse_question(obj: dict[str, Any] | InputError, p: Path, lineno: int) -> Question:
-    if isinstance(obj, InputError):
-        raise obj
-    where = f"{p}:{lineno}"
-    question = obj.get("question")
-    if not isinstance(question, str) or not question.strip():
-        raise InputError(f"{where}: 'question' must be a non-empty string")
-    answers = obj.get("answers", [])
-    if isinstance(answers, str):
-        answers = [answers]
-    if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-        raise InputError(f"{where}: 'answers' must be a list of strings, got {answers!r:.80}")
-    answerable = obj.get("answerable", bool(answers))
-    if not isinstance(answerable, bool):
-        raise InputError(f"{where}: 'answerable' must be true or false, got {answerable!r}")
-    if answerable and not [a for a in answers if a.strip()]:
-        raise InputError(f"{where}: answerable question has no answers")
-    doc_id = obj.get("doc_id")
-    return Question(
-        qid=str(obj.get("qid") or f"{p.name}:{lineno}"),
-        question=question,
-        answers=answers if answerable else [],
-        doc_id=None if doc_id is None else str(doc_id),
-        answerable=answerable,
-        qtype=None if obj.get("qtype") is None else str(obj.get("qtype")),
-    )
-
-
-def select(
-    questions: list[Question], *, limit: int | None = None, sample: int | None = None, seed: int = 0
-) -> list[Question]:
-    """A seeded random sample (``sample``), then the first ``limit``."""
-    if sample is not None and sample < len(questions):
-        questions = random.Random(seed).sample(questions, sample)
-    return questions[:limit] if limit is not None else questions
-
-
-@dataclass
-class EvalResult:
-    """Per-question records and the summary."""
-
-    records: list[dict[str, Any]] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
-
-
-def score_record(
-    q: Question, out: dict[str, Any], retrieved_docs: list[str], context_text: str, seconds: float
+def make_record(
+    q: Question, outputs: dict[str, Any] | None, error: str | None, ctx: Context
 ) -> dict[str, Any]:
-    """One question's record: answer, route, metrics and timings."""
-    abstained = bool(out.get("abstained"))
-    answer = str(out.get("answer", ""))
+    """One question's record: the question, what the graph did, and every evaluator's score."""
+    out = dict(outputs or {"answer": "", "abstained": False, "route": []})
+    if error and "error" not in out:
+        out["error"] = error
     timings = out.get("timings", [])
-    llm_s = sum(t["seconds"] for t in timings if t["node"] == "generate")
-    retr_s = sum(t["seconds"] for t in timings if t["node"] in ("retrieve", "retry"))
     rec: dict[str, Any] = {
         "qid": q.qid,
         "question": q.question,
         "gold": q.answers,
         "answerable": q.answerable,
+        "gold_doc_id": q.doc_id,
         "qtype": q.qtype,
-        "answer": answer,
-        "abstained": abstained,
+        "answer": str(out.get("answer", "")),
+        "abstained": bool(out.get("abstained")),
         "route": out.get("route", []),
         "answered_by": out.get("answered_by"),
+        "stage_answers": out.get("stage_answers", []),
         "question_type": out.get("question_type"),
-        "retrieved_doc_ids": retrieved_docs,
-        "gold_doc_id": q.doc_id,
-        "em": max_over_golds(exact_match, answer, q.answers, abstained=abstained),
-        "f1": max_over_golds(token_f1, answer, q.answers, abstained=abstained),
-        "seconds": seconds,
-        "retrieval_seconds": retr_s,
-        "llm_seconds": llm_s,
+        "language": out.get("language"),
+        "retrieved_doc_ids": out.get("retrieved_doc_ids", []),
+        "context_chunk_ids": out.get("context_chunk_ids", []),
+        "scores": score_all(out, q.reference(), ctx.max_retries),
+        "seconds": round(float(out.get("graph_seconds", 0.0)), 4),
+        "timings": timings,
     }
     if "error" in out:
         rec["error"] = out["error"]
-    if q.answerable:
-        rec["answer_in_context"] = answer_in_context(q.answers, context_text)
-        if q.doc_id:
-            for k in RECALL_KS:
-                rec[f"recall@{k}"] = recall_at_k(retrieved_docs, q.doc_id, k)
     return rec
 
 
-def evaluate(questions: Iterable[Question], ctx: Context, *, progress: bool = True) -> EvalResult:
-    """Run every question through the graph and score it.
+@dataclass
+class EvalRun:
+    """Records (in question order) and the summary of one run directory."""
 
-    Doc-level recall@1/3/10 comes from a separate retrieval call with k=10 and the run's fusion
-    settings (no padding); answer-in-context from the chunks the LLM was actually given.
-    """
-    from tqdm import tqdm
-
-    from kbqa.graph import graph
-
-    retriever = retriever_for(ctx)
-    chunks = retriever.index.chunks
-    result = EvalResult()
-    qs = list(questions)
-    for q in tqdm(qs, desc="eval", unit="q", disable=not progress):
-        t0 = time.perf_counter()
-        try:
-            out = graph.invoke({"question": q.question}, context=ctx)
-        except (KBQAError, ValueError) as exc:  # one bad question must not sink the run
-            log.warning("question %s failed: %s", q.qid, exc)
-            out = {"answer": "", "abstained": False, "route": [], "error": str(exc)}
-        seconds = time.perf_counter() - t0
-        hits = retriever.retrieve(
-            q.question,
-            max(RECALL_KS),
-            bm25_weight=ctx.bm25_weight,
-            dense_weight=ctx.dense_weight,
-            candidate_pool=ctx.candidate_pool,
-            fusion=ctx.fusion,
-            pad_previous=False,
-        )
-        docs = [chunks[h.chunk_id].doc_id for h in hits]
-        context_text = " ".join(chunks[c].text for c in out.get("context_chunk_ids", []))
-        result.records.append(score_record(q, out, docs, context_text, seconds))
-    result.summary = summarize(result.records, ctx)
-    return result
+    out_dir: Path
+    records: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
 
 
-def _mean(values: list[float]) -> float | None:
-    return round(statistics.fmean(values), 4) if values else None
-
-
-def summarize(records: list[dict[str, Any]], ctx: Context | None = None) -> dict[str, Any]:
-    """Aggregate records: EM/F1 (all, answerable), recall@k, answer-in-context, abstention rates,
-    seconds per question (mean, median) and the retrieval/LLM split."""
-    ans = [r for r in records if r["answerable"]]
-    unans = [r for r in records if not r["answerable"]]
-    summary: dict[str, Any] = {
-        "questions": len(records),
-        "answerable": len(ans),
-        "unanswerable": len(unans),
-        "em": _mean([r["em"] for r in records]),
-        "f1": _mean([r["f1"] for r in records]),
-        "em_answerable": _mean([r["em"] for r in ans]),
-        "f1_answerable": _mean([r["f1"] for r in ans]),
+def run_config(
+    questions_path: str | Path | None,
+    questions_sha256: str | None,
+    ctx: Context,
+    *,
+    sample: int | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """What identifies a run: a re-run resumes only when this is unchanged."""
+    return {
+        "questions": None if questions_path is None else str(Path(questions_path).resolve()),
+        "questions_sha256": questions_sha256,
+        "sample": sample,
+        "limit": limit,
+        "seed": seed,
+        "context": asdict(ctx),
     }
-    for k in RECALL_KS:
-        summary[f"recall@{k}"] = _mean([r[f"recall@{k}"] for r in ans if f"recall@{k}" in r])
-    summary["answer_in_context"] = _mean([r["answer_in_context"] for r in ans])
-    summary["abstention_rate_answerable"] = _mean([float(r["abstained"]) for r in ans])
-    summary["abstention_rate_unanswerable"] = _mean([float(r["abstained"]) for r in unans])
-    summary["retried"] = sum(1 for r in records if "retry" in r["route"])
-    summary["errors"] = sum(1 for r in records if "error" in r)
-    secs = [r["seconds"] for r in records]
-    summary["seconds_per_question_mean"] = _mean(secs)
-    summary["seconds_per_question_median"] = round(statistics.median(secs), 4) if secs else None
-    summary["retrieval_seconds_median"] = (
-        round(statistics.median(r["retrieval_seconds"] for r in records), 4) if records else None
-    )
-    summary["llm_seconds_median"] = (
-        round(statistics.median(r["llm_seconds"] for r in records), 4) if records else None
-    )
-    if ctx is not None:
-        summary["model"] = ctx.model
-        summary["index_dir"] = ctx.index_dir
-    return summary
 
 
-def write_result(result: EvalResult, path: str | Path) -> None:
-    """Write ``{"summary": ..., "records": [...]}`` as JSON, atomically."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+def prepare_run_dir(
+    out_dir: str | Path, config: dict[str, Any], *, overwrite: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Create ``out_dir`` or check it can be resumed; return the records already finished.
+
+    A torn last line of ``records.jsonl`` (a run killed mid-write) is cut off.
+
+    Raises:
+        InputError: ``out_dir`` is a file or not writable, or it holds a run with other settings
+            (the message names them) and ``overwrite`` is false.
+    """
+    d = Path(out_dir)
+    if d.exists() and not d.is_dir():
+        raise InputError(f"cannot write the run to {d}: it is a file")
     try:
-        tmp.write_text(
-            json.dumps(
-                {"summary": result.summary, "records": result.records},
-                ensure_ascii=False,
-                indent=1,
-            ),
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create {d}: {exc.strerror or exc}") from None
+    if not os.access(d, os.W_OK):
+        raise InputError(f"cannot write the run to {d}: folder is not writable")
+    cfg_path, rec_path = d / CONFIG_FILE, d / RECORDS_FILE
+    if overwrite:
+        for name in (CONFIG_FILE, RECORDS_FILE, SUMMARY_FILE):
+            (d / name).unlink(missing_ok=True)
+    if cfg_path.exists():
+        try:
+            old = json.loads(cfg_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{cfg_path} is unreadable ({exc}); use --overwrite") from None
+        old_cfg = {k: v for k, v in old.items() if k != "kbqa_version"}
+        if old_cfg != config:
+            diff = _diff(old_cfg, config)
+            raise InputError(
+                f"{d} holds a run with other settings ({diff}); use another --out or --overwrite"
+            )
+    else:
+        cfg_path.write_text(
+            json.dumps({**config, "kbqa_version": __version__}, ensure_ascii=False, indent=1),
             encoding="utf-8",
         )
-        os.replace(tmp, p)
+    return _read_records(rec_path)
+
+
+def _diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> str:
+    parts = []
+    for k in sorted(set(old) | set(new)):
+        a, b = old.get(k), new.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            sub = _diff(a, b, f"{prefix}{k}.")
+            if sub:
+                parts.append(sub)
+        elif a != b:
+            parts.append(f"{prefix}{k}: {a!r} then, {b!r} now")
+    return "; ".join(parts)
+
+
+def _read_records(path: Path) -> dict[str, dict[str, Any]]:
+    done: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return done
+    data = path.read_bytes()
+    good = 0
+    for line in data.splitlines(keepends=True):
+        if not line.endswith(b"\n"):
+            break
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            break
+        done[rec["qid"]] = rec
+        good += len(line)
+    if good < len(data):
+        log.warning("%s: dropping a torn last record (%d bytes)", path, len(data) - good)
+        with path.open("r+b") as fh:
+            fh.truncate(good)
+    return done
+
+
+def evaluate_questions(
+    questions: list[Question],
+    ctx: Context,
+    out_dir: str | Path,
+    *,
+    config: dict[str, Any] | None = None,
+    overwrite: bool = False,
+    upload: bool | None = None,
+    dataset_name: str | None = None,
+    experiment_prefix: str = "kbqa",
+    max_concurrency: int = 1,
+    progress: bool = True,
+) -> EvalRun:
+    """Evaluate ``questions`` into ``out_dir``, skipping those already finished there.
+
+    Args:
+        questions: The questions, in the order records are summarised.
+        ctx: Graph settings.
+        out_dir: Run directory (created; resumed when it holds the same ``config``).
+        config: Run identity, see :func:`run_config` (default: from ``ctx`` alone).
+        overwrite: Discard a previous run in ``out_dir``.
+        upload: Upload an experiment to LangSmith; default: when ``LANGSMITH_API_KEY`` is set.
+        dataset_name: LangSmith dataset to create or extend when uploading.
+        experiment_prefix: LangSmith experiment name prefix.
+        max_concurrency: Questions in flight; 1 suits one local model.
+        progress: Show a progress bar.
+
+    Returns:
+        The run, with every record and the summary (also written to ``out_dir``).
+
+    Raises:
+        InputError: See :func:`prepare_run_dir`; ``max_concurrency`` < 1.
+    """
+    from langsmith import evaluate, tracing_context
+
+    if max_concurrency < 1:
+        raise InputError(f"max_concurrency must be >= 1, got {max_concurrency}")
+    d = Path(out_dir)
+    done = prepare_run_dir(d, config or run_config(None, None, ctx), overwrite=overwrite)
+    todo = [q for q in questions if q.qid not in done]
+    by_example = {example_id(q.qid): q for q in todo}
+    wall = graph_s = 0.0
+    if todo:
+        log.info("%d of %d questions already done in %s", len(done), len(questions), d)
+        upload = upload_enabled() if upload is None else upload
+        client = langsmith_client(upload)
+        retriever_for(ctx)  # load once, outside the timed loop
+        chat_model_for(ctx)
+        if upload:
+            examples = push_dataset(dataset_name or d.name, todo, client)
+        else:
+            examples = to_examples(todo)
+
+        def target(inputs: dict[str, Any]) -> dict[str, Any]:
+            if upload:  # the graph's node runs become children of the experiment's runs
+                return run_question(inputs["question"], ctx)
+            with tracing_context(enabled=False):  # local run: trace nothing, send nothing
+                return run_question(inputs["question"], ctx)
+
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="'upload_runs' parameter is in beta")
+            results = evaluate(
+                target,
+                data=examples,
+                evaluators=default_evaluators(ctx.max_retries),
+                client=client,
+                upload_results=upload,
+                max_concurrency=max_concurrency,
+                blocking=False,
+                experiment_prefix=experiment_prefix,
+                metadata={
+                    "model": ctx.model,
+                    "index_dir": ctx.index_dir,
+                    "kbqa_version": __version__,
+                },
+            )
+        with (d / RECORDS_FILE).open("a", encoding="utf-8") as fh:
+            for row in _progress(results, len(todo), progress):
+                q = by_example[row["example"].id]
+                run = row["run"]
+                rec = make_record(q, run.outputs, run.error, ctx)
+                graph_s += rec["seconds"]
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                fh.flush()
+                done[q.qid] = rec
+        wall = time.perf_counter() - t0
+    records = [done[q.qid] for q in questions if q.qid in done]
+    summary = summarize(records)
+    summary.update(
+        model=ctx.model,
+        index_dir=ctx.index_dir,
+        peak_rss_mib=peak_rss_mib(),
+        harness={
+            "questions_run_now": len(todo),
+            "questions_resumed": len(questions) - len(todo),
+            "wall_seconds": round(wall, 3),
+            "graph_seconds": round(graph_s, 3),
+            "overhead_ratio": round(wall / graph_s - 1, 4) if graph_s > 0 else None,
+        },
+    )
+    write_json(d / SUMMARY_FILE, summary)
+    return EvalRun(d, records, summary)
+
+
+def _progress(results: Any, total: int, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(results, total=total, desc="eval", unit="q", disable=not enabled)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write JSON atomically (temp file, then rename)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def check_writable(path: str | Path) -> Path:
-    """Fail early (before a long run) when ``path`` cannot be written as a file.
+def load_run(out_dir: str | Path) -> EvalRun:
+    """Read a finished (or partial) run directory.
 
     Raises:
-        InputError: ``path`` is a directory, or its folder cannot be created or written.
+        InputError: No ``records.jsonl`` in ``out_dir``.
     """
-    p = Path(path)
-    if p.is_dir():
-        raise InputError(f"cannot write results to {p}: it is a directory")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot write results to {p}: {exc.strerror or exc}") from None
-    if not os.access(p.parent, os.W_OK):
-        raise InputError(f"cannot write results to {p}: folder is not writable")
-    return p
-
-
-def format_summary(summary: dict[str, Any]) -> str:
-    """The summary as an aligned two-column table."""
-    width = max(len(k) for k in summary)
-
-    def show(value: Any) -> str:
-        if value is None:
-            return "n/a"
-        return f"{value:.4f}" if isinstance(value, float) else str(value)
-
-    return "\n".join(f"{k:<{width}}  {show(v)}" for k, v in summary.items())
-
-
-__all__ = [
-    "EvalResult",
-    "Question",
-    "evaluate",
-    "format_summary",
-    "load_questions",
-    "select",
-    "summarize",
-    "write_result",
-]
+    d = Path(out_dir)
+    if not (d / RECORDS_FILE).is_file():
+        raise InputError(f"{d} is not an eval run directory (no {RECORDS_FILE})")
+    records = list(_read_records(d / RECORDS_FILE).values())
+    summary_path = d / SUMMARY_FILE
+    summary = (
+        json.loads(summary_path.read_text(encoding="utf-8"))
+        if summary_path.is_file()
+        else summarize(records)
+    )
+    return EvalRun(d, records, summary)

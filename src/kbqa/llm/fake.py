@@ -2,11 +2,13 @@
 
 Names: ``fake/abstain`` always returns the abstention phrase; ``fake/first-sentence`` answers
 with the first words of the first context passage; ``fake/script:<a>|<b>|...`` returns the given
-answers in turn (then repeats the last).
+answers in turn (then repeats the last); ``fake/slow:<seconds>`` sleeps that long, then answers
+like ``fake/first-sentence`` (for interrupting runs in tests).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +28,7 @@ class ScriptedChatModel(BaseChatModel):
     mode: str = "script"
     script: list[str] = Field(default_factory=list)
     n_ctx: int = 4096
+    delay: float = 0.0
     _calls: int = PrivateAttr(default=0)
 
     @classmethod
@@ -36,6 +39,12 @@ class ScriptedChatModel(BaseChatModel):
             return cls(model_name=name, mode="script", script=[ABSTENTION_PHRASE], n_ctx=n_ctx)
         if kind == "first-sentence":
             return cls(model_name=name, mode="first-sentence", n_ctx=n_ctx)
+        if kind.startswith("slow:"):
+            try:
+                delay = float(kind[5:])
+            except ValueError:
+                raise ValueError(f"unknown fake model {name!r}") from None
+            return cls(model_name=name, mode="first-sentence", n_ctx=n_ctx, delay=delay)
         if kind.startswith("script:"):
             return cls(model_name=name, mode="script", script=kind[7:].split("|"), n_ctx=n_ctx)
         raise ValueError(f"unknown fake model {name!r}")
@@ -65,6 +74,8 @@ class ScriptedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         self._calls += 1
+        if self.delay:
+            time.sleep(self.delay)
         if self.mode == "first-sentence":
             prompt = str(messages[-1].content)
             context = prompt.split(CONTEXT_MARKER)[-1].split("]", 1)[-1]

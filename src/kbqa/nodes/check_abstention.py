@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 
 from kbqa.context import Context
 from kbqa.nodes._record import visited
+from kbqa.nodes.finalize import clean_answer
 from kbqa.state import State
 
 _NON_WORD = regex.compile(r"[^\p{L}\p{M}\p{N}]+")
@@ -69,12 +70,24 @@ def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
 
 
 def check_abstention(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Set ``abstained`` from ``raw_answer``."""
+    """Set ``abstained`` from ``raw_answer`` and record the stage's answer in ``stage_answers``."""
     started = time.perf_counter()
-    abstained = is_abstention(
-        state.get("raw_answer", ""), runtime.context.abstention_phrase, state["question"]
-    )
-    return {"abstained": abstained, **visited("check_abstention", started)}
+    ctx = runtime.context
+    raw = state.get("raw_answer", "")
+    answer = clean_answer(raw, ctx.max_answer_chars)
+    abstained = is_abstention(raw, ctx.abstention_phrase, state["question"]) or not answer
+    stage = "retry" if state.get("retries", 0) > 0 else "generate"
+    return {
+        "abstained": abstained,
+        "stage_answers": [
+            {
+                "stage": stage,
+                "answer": ctx.abstention_phrase if abstained else answer,
+                "abstained": abstained,
+            }
+        ],
+        **visited("check_abstention", started),
+    }
 
 
 def route_after_check(state: State, runtime: Runtime[Context]) -> Literal["retry", "finalize"]:

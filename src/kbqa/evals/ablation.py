@@ -1,0 +1,167 @@
+"""Ablations and model scaling over one question sample.
+
+Each ablation is a set of :class:`~kbqa.context.Context` overrides run into its own resumable
+run directory. During ablations the LLM's answers are memoised by prompt
+(:class:`langchain_core.caches.InMemoryCache`): a setting that leaves the prompt unchanged costs
+no generation, so seconds per question are only comparable between the full run and settings
+that change every prompt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kbqa.context import Context
+from kbqa.errors import InputError
+from kbqa.evals.datasets import Question
+from kbqa.evals.runner import SUMMARY_FILE, evaluate_questions, run_config, write_json
+
+FUSION_SWEEP = (0.0, 0.25, 0.5, 0.65, 0.75, 1.0)
+"""BM25 weights of the fusion sweep (dense weight = 1 - BM25 weight); 0.65 is HybridRAG-BN's."""
+TABLE_KEYS = (
+    "token_f1",
+    "exact_match",
+    "answer_contained",
+    "recall@1",
+    "recall@3",
+    "answer_in_context",
+    "abstention_rate_answerable",
+    "abstention_rate_unanswerable",
+    "seconds_per_question_median",
+)
+
+
+def ablations(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
+    """``(name, Context overrides)`` of every ablation, the full system first.
+
+    The BM25 weight sweep covers "no dense" (1.0) and "no BM25" (0.0). The no-LLM (extractive)
+    row joins once the extractor node exists.
+    """
+    rows: list[tuple[str, dict[str, Any]]] = [("full", {})]
+    for w in FUSION_SWEEP:
+        if abs(w - ctx.bm25_weight) < 1e-9 and abs(1 - w - ctx.dense_weight) < 1e-9:
+            continue
+        label = {0.0: "no BM25 (dense only)", 1.0: "no dense (BM25 only)"}.get(
+            w, f"fusion bm25={w}"
+        )
+        rows.append((label, {"bm25_weight": w, "dense_weight": round(1 - w, 4)}))
+    rows += [
+        ("RRF fusion", {"fusion": "rrf"}),
+        ("no padding", {"pad_previous": False}),
+        ("no retry", {"max_retries": 0}),
+    ]
+    return rows
+
+
+def _slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
+
+
+def _row(name: str, summary: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"name": name, **{k: summary.get(k) for k in TABLE_KEYS}, **extra}
+
+
+def run_ablations(
+    questions: list[Question],
+    ctx: Context,
+    out_dir: str | Path,
+    *,
+    config: dict[str, Any],
+    overwrite: bool = False,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Run every ablation into ``out_dir/ablations/<name>/``; write ``out_dir/ablation.json``.
+
+    Returns:
+        One table row per ablation: its name and the figures of :data:`TABLE_KEYS`.
+    """
+    from langchain_core.caches import InMemoryCache
+    from langchain_core.globals import get_llm_cache, set_llm_cache
+
+    d = Path(out_dir)
+    rows = []
+    previous = get_llm_cache()
+    set_llm_cache(InMemoryCache())
+    try:
+        for name, overrides in ablations(ctx):
+            sub = dataclasses.replace(ctx, **overrides)
+            cfg = {**config, "context": dataclasses.asdict(sub)}
+            run = evaluate_questions(
+                questions,
+                sub,
+                d / "ablations" / _slug(name),
+                config=cfg,
+                overwrite=overwrite,
+                upload=False,
+                progress=progress,
+            )
+            rows.append(_row(name, run.summary))
+    finally:
+        set_llm_cache(previous)
+    write_json(d / "ablation.json", rows)
+    return rows
+
+
+def run_models(
+    models: Sequence[str],
+    cli_args: list[str],
+    out_dir: str | Path,
+) -> list[dict[str, Any]]:
+    """Evaluate each model in its own process (so peak memory is its own) into
+    ``out_dir/models/<model>/``; write ``out_dir/models.json``.
+
+    Args:
+        models: Model names or ``.gguf`` paths.
+        cli_args: ``kbqa eval`` arguments shared by every model (questions file and options,
+            without ``--model``/``--out``/``--models``).
+        out_dir: Parent run directory.
+
+    Returns:
+        One row per model: token F1, EM, recall@3, seconds per question, peak RSS (MiB).
+
+    Raises:
+        InputError: A model's evaluation failed (its exit status and last output are named).
+    """
+    d = Path(out_dir)
+    rows = []
+    for model in models:
+        tag = model_tag(model)
+        sub = d / "models" / tag
+        cmd = [
+            sys.executable,
+            "-m",
+            "kbqa.cli",
+            "eval",
+            "run",
+            *cli_args,
+            "--model",
+            model,
+            "--out",
+            str(sub),
+            "--no-report",
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise InputError(
+                f"evaluating model {model!r} failed (exit {proc.returncode}): "
+                f"{proc.stderr.strip()[-400:]}"
+            )
+        summary = json.loads((sub / SUMMARY_FILE).read_text(encoding="utf-8"))
+        rows.append(_row(model, summary, peak_rss_mib=summary.get("peak_rss_mib")))
+    write_json(d / "models.json", rows)
+    return rows
+
+
+def model_tag(model: str) -> str:
+    """A file-name-safe tag for a model name or ``.gguf`` path."""
+    name = Path(model).stem if model.endswith(".gguf") else model
+    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)
+
+
+__all__ = ["FUSION_SWEEP", "ablations", "model_tag", "run_ablations", "run_config", "run_models"]

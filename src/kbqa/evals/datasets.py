@@ -1,0 +1,222 @@
+"""Evaluation datasets: question files, CSV, sampling and LangSmith examples.
+
+Question file format (``shared/data``): JSON Lines with ``qid``, ``question``, ``answers`` (list of
+alternatives), ``doc_id``, ``answerable``, optional ``qtype``. A CSV file needs ``question`` and
+``answer`` columns (``answer`` may hold alternatives separated by ``|``; an empty answer marks an
+unanswerable question) and may add ``qid``, ``doc_id`` and ``qtype``.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import random
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kbqa.corpus.loaders import read_jsonl_objects
+from kbqa.errors import InputError
+
+if TYPE_CHECKING:
+    from langsmith import Client
+    from langsmith.schemas import Example
+
+EXAMPLE_NAMESPACE = uuid.UUID("6f1c3d3e-2b0a-4c51-9a57-0b8f0e0b6a11")
+"""Namespace of the deterministic example ids (uuid5 of the question id)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One evaluation question.
+
+    Attributes:
+        qid: Unique id within the dataset.
+        question: The question text.
+        answers: Gold alternatives; empty for an unanswerable question.
+        doc_id: Document that holds the answer, for doc recall@k (None if unknown).
+        answerable: False when the knowledge base does not hold the answer.
+        qtype: The dataset's own question type, if it has one.
+    """
+
+    qid: str
+    question: str
+    answers: list[str]
+    doc_id: str | None = None
+    answerable: bool = True
+    qtype: str | None = None
+
+    def reference(self) -> dict[str, Any]:
+        """Reference outputs for evaluators: ``answers``, ``doc_id``, ``answerable``."""
+        return {"answers": self.answers, "doc_id": self.doc_id, "answerable": self.answerable}
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    """Read and validate a question file (``.jsonl`` or ``.csv``).
+
+    Raises:
+        InputError: Missing file, a line that is not UTF-8 / JSON / an object, a CSV without
+            ``question`` and ``answer`` columns, a field of the wrong type (``question`` not a
+            non-empty string, ``answers`` not a list of strings, ``answerable`` not a boolean),
+            an answerable question without answers, or a repeated ``qid``. The message names
+            file and line.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"question file not found: {p}")
+    if p.suffix.lower() == ".csv":
+        out = _load_csv(p)
+    else:
+        out = [_parse_question(obj, p, lineno) for lineno, obj in read_jsonl_objects(p)]
+    if not out:
+        raise InputError(f"{p}: no questions")
+    seen: set[str] = set()
+    for q in out:
+        if q.qid in seen:
+            raise InputError(f"{p}: question id {q.qid!r} appears more than once")
+        seen.add(q.qid)
+    return out
+
+
+def _load_csv(p: Path) -> list[Question]:
+    try:
+        with p.open(encoding="utf-8-sig", newline="") as fh:
+            reader = csv.DictReader(fh)
+            cols = set(reader.fieldnames or [])
+            if not {"question", "answer"} <= cols:
+                raise InputError(
+                    f"{p}: a CSV question file needs 'question' and 'answer' columns, "
+                    f"found {sorted(cols)}"
+                )
+            out = []
+            for row in reader:
+                lineno = reader.line_num
+                answers = [a.strip() for a in (row.get("answer") or "").split("|") if a.strip()]
+                obj: dict[str, Any] = {
+                    "qid": row.get("qid") or None,
+                    "question": row.get("question") or "",
+                    "answers": answers,
+                    "answerable": bool(answers),
+                    "doc_id": row.get("doc_id") or None,
+                    "qtype": row.get("qtype") or None,
+                }
+                out.append(_parse_question(obj, p, lineno))
+            return out
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except csv.Error as exc:
+        raise InputError(f"{p}: malformed CSV: {exc}") from None
+
+
+def _parse_question(obj: dict[str, Any] | InputError, p: Path, lineno: int) -> Question:
+    if isinstance(obj, InputError):
+        raise obj
+    where = f"{p}:{lineno}"
+    question = obj.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise InputError(f"{where}: 'question' must be a non-empty string")
+    answers = obj.get("answers", [])
+    if isinstance(answers, str):
+        answers = [answers]
+    if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+        raise InputError(f"{where}: 'answers' must be a list of strings, got {answers!r:.80}")
+    answerable = obj.get("answerable", bool(answers))
+    if not isinstance(answerable, bool):
+        raise InputError(f"{where}: 'answerable' must be true or false, got {answerable!r}")
+    if answerable and not [a for a in answers if a.strip()]:
+        raise InputError(f"{where}: answerable question has no answers")
+    doc_id = obj.get("doc_id")
+    return Question(
+        qid=str(obj.get("qid") or f"{p.name}:{lineno}"),
+        question=question,
+        answers=answers if answerable else [],
+        doc_id=None if doc_id is None else str(doc_id),
+        answerable=answerable,
+        qtype=None if obj.get("qtype") is None else str(obj.get("qtype")),
+    )
+
+
+def select(
+    questions: list[Question], *, limit: int | None = None, sample: int | None = None, seed: int = 0
+) -> list[Question]:
+    """A seeded random sample (``sample``), then the first ``limit``."""
+    if sample is not None and sample < len(questions):
+        questions = random.Random(seed).sample(questions, sample)
+    return questions[:limit] if limit is not None else questions
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def example_id(qid: str) -> uuid.UUID:
+    """Deterministic LangSmith example id of a question (uuid5 of its ``qid``)."""
+    return uuid.uuid5(EXAMPLE_NAMESPACE, qid)
+
+
+def to_examples(questions: list[Question], dataset_id: uuid.UUID | None = None) -> list[Example]:
+    """Questions as local LangSmith examples.
+
+    ``inputs={"question"}``, ``outputs={"answers", "doc_id", "answerable"}``, ``metadata`` holds
+    ``qid`` and ``qtype``. Ids are deterministic (:func:`example_id`), so a resumed run maps
+    examples back to questions.
+    """
+    from langsmith.schemas import Example
+
+    ds = dataset_id or uuid.uuid5(EXAMPLE_NAMESPACE, "local")
+    now = dt.datetime.now(dt.UTC)
+    return [
+        Example(
+            id=example_id(q.qid),
+            dataset_id=ds,
+            inputs={"question": q.question},
+            outputs=q.reference(),
+            metadata={"qid": q.qid, "qtype": q.qtype},
+            created_at=now,
+        )
+        for q in questions
+    ]
+
+
+def push_dataset(name: str, questions: list[Question], client: Client) -> list[Example]:
+    """Create the LangSmith dataset ``name`` or add the questions it lacks; return its examples
+    for these questions.
+
+    Examples are matched by their deterministic id, so pushing the same file twice adds nothing.
+    Needs ``LANGSMITH_API_KEY`` (the client's credentials).
+    """
+    if client.has_dataset(dataset_name=name):
+        dataset = client.read_dataset(dataset_name=name)
+    else:
+        dataset = client.create_dataset(
+            dataset_name=name, description="kbqa questions (inputs.question, outputs.answers)"
+        )
+    present = {ex.id for ex in client.list_examples(dataset_id=dataset.id)}
+    missing = [q for q in questions if example_id(q.qid) not in present]
+    if missing:
+        client.create_examples(
+            dataset_id=dataset.id,
+            examples=[
+                {
+                    "id": example_id(q.qid),
+                    "inputs": {"question": q.question},
+                    "outputs": q.reference(),
+                    "metadata": {"qid": q.qid, "qtype": q.qtype},
+                }
+                for q in missing
+            ],
+        )
+    wanted = {example_id(q.qid) for q in questions}
+    return [ex for ex in client.list_examples(dataset_id=dataset.id) if ex.id in wanted]
+
+
+def question_to_dict(q: Question) -> dict[str, Any]:
+    """A question as a JSON-ready dict in the question-file format."""
+    return asdict(q)

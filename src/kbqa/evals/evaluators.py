@@ -1,0 +1,163 @@
+"""Evaluators: plain functions ``(outputs, reference_outputs) -> {"key", "score"}``.
+
+The signature is the one :func:`langsmith.evaluate` accepts, so the same functions score a local
+run and an uploaded experiment. Evidence comes from the graph's **output** (answer, route,
+retrieved doc ids, the context given to the LLM), never from child runs, which evaluators cannot
+see (langsmith-sdk #1440).
+
+``outputs`` (from :func:`kbqa.evals.runner.run_question`): ``answer``, ``abstained``, ``route``,
+``retrieved_doc_ids`` (distinct documents of a top-10 retrieval), ``context_text``.
+``reference_outputs``: ``answers`` (alternatives, empty if unanswerable), ``doc_id``,
+``answerable`` and optionally ``route`` (an expected trajectory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kbqa.evals.metrics import (
+    answer_contained,
+    answer_in_context,
+    exact_match,
+    max_over_golds,
+    recall_at_k,
+    token_f1,
+)
+
+EvaluatorResult = dict[str, Any]
+Evaluator = Callable[[dict[str, Any], dict[str, Any]], EvaluatorResult]
+
+RECALL_KS = (1, 3, 10)
+DIRECT_ROUTE = ("classify", "retrieve", "generate", "check_abstention", "finalize")
+"""Trajectory of a question answered on the first pass."""
+
+
+def _answer(outputs: dict[str, Any]) -> tuple[str, bool]:
+    return str(outputs.get("answer") or ""), bool(outputs.get("abstained"))
+
+
+def exact_match_evaluator(
+    outputs: dict[str, Any], reference_outputs: dict[str, Any]
+) -> EvaluatorResult:
+    """``exact_match``: SQuAD EM, max over gold alternatives (1 if unanswerable and abstained)."""
+    answer, abstained = _answer(outputs)
+    golds = reference_outputs.get("answers") or []
+    return {
+        "key": "exact_match",
+        "score": max_over_golds(exact_match, answer, golds, abstained=abstained),
+    }
+
+
+def token_f1_evaluator(
+    outputs: dict[str, Any], reference_outputs: dict[str, Any]
+) -> EvaluatorResult:
+    """``token_f1``: SQuAD token F1 with Bangla normalisation, maximum over alternatives."""
+    answer, abstained = _answer(outputs)
+    golds = reference_outputs.get("answers") or []
+    return {
+        "key": "token_f1",
+        "score": max_over_golds(token_f1, answer, golds, abstained=abstained),
+    }
+
+
+def contained_evaluator(
+    outputs: dict[str, Any], reference_outputs: dict[str, Any]
+) -> EvaluatorResult:
+    """``answer_contained``: a normalised gold occurs inside the normalised answer (FlashRAG's
+    "acc"; EM undercounts by about 16 points on NQ)."""
+    answer, abstained = _answer(outputs)
+    golds = reference_outputs.get("answers") or []
+    return {
+        "key": "answer_contained",
+        "score": max_over_golds(answer_contained, answer, golds, abstained=abstained),
+    }
+
+
+def abstention_evaluator(
+    outputs: dict[str, Any], reference_outputs: dict[str, Any]
+) -> EvaluatorResult:
+    """``abstention_correct``: 1 when it abstained exactly on the unanswerable questions."""
+    _, abstained = _answer(outputs)
+    answerable = bool(reference_outputs.get("answerable", True))
+    return {"key": "abstention_correct", "score": float(abstained != answerable)}
+
+
+def recall_evaluator(outputs: dict[str, Any], reference_outputs: dict[str, Any]) -> EvaluatorResult:
+    """``recall@1``, ``recall@3``, ``recall@10``: the gold document among the top-k distinct
+    retrieved documents, as ``{"results": [...]}``. Score None (not applicable) for unanswerable
+    questions and questions without ``doc_id``."""
+    gold = reference_outputs.get("doc_id")
+    if not gold or not reference_outputs.get("answerable", True):
+        return {"results": [{"key": f"recall@{k}", "score": None} for k in RECALL_KS]}
+    docs: Sequence[str] = outputs.get("retrieved_doc_ids") or []
+    return {
+        "results": [{"key": f"recall@{k}", "score": recall_at_k(docs, gold, k)} for k in RECALL_KS]
+    }
+
+
+def answer_in_context_evaluator(
+    outputs: dict[str, Any], reference_outputs: dict[str, Any]
+) -> EvaluatorResult:
+    """``answer_in_context``: a gold answer occurs in the chunks the LLM was given (answerable
+    questions; score None otherwise). Separates retrieval failures from reading failures
+    (type-aware RAG seed)."""
+    if not reference_outputs.get("answerable", True):
+        return {"key": "answer_in_context", "score": None}
+    golds = reference_outputs.get("answers") or []
+    return {
+        "key": "answer_in_context",
+        "score": answer_in_context(golds, outputs.get("context_text", "")),
+    }
+
+
+def expected_route(reference_outputs: dict[str, Any], max_retries: int = 1) -> list[str]:
+    """The trajectory a question should take.
+
+    ``reference_outputs["route"]`` when given; otherwise an answerable question is answered on
+    the first pass (:data:`DIRECT_ROUTE`) and an unanswerable one abstains through every retry.
+    """
+    if reference_outputs.get("route"):
+        return list(reference_outputs["route"])
+    if reference_outputs.get("answerable", True):
+        return list(DIRECT_ROUTE)
+    head, tail = list(DIRECT_ROUTE[:4]), ["retry", "generate", "check_abstention"]
+    return head + tail * max_retries + ["finalize"]
+
+
+def trajectory_evaluator(max_retries: int = 1) -> Evaluator:
+    """``trajectory``: 1 when the route the graph took equals :func:`expected_route` (as in
+    LangGraph's CRAG evaluation, which compares tool-call trajectories)."""
+
+    def trajectory(outputs: dict[str, Any], reference_outputs: dict[str, Any]) -> EvaluatorResult:
+        route = list(outputs.get("route") or [])
+        expected = expected_route(reference_outputs, max_retries)
+        return {"key": "trajectory", "score": float(route == expected)}
+
+    return trajectory
+
+
+def default_evaluators(max_retries: int = 1) -> list[Callable[..., Any]]:
+    """All evaluators of a ``kbqa eval`` run."""
+    return [
+        exact_match_evaluator,
+        token_f1_evaluator,
+        contained_evaluator,
+        abstention_evaluator,
+        recall_evaluator,
+        answer_in_context_evaluator,
+        trajectory_evaluator(max_retries),
+    ]
+
+
+def score_all(
+    outputs: dict[str, Any], reference_outputs: dict[str, Any], max_retries: int = 1
+) -> dict[str, float]:
+    """Every applicable evaluator's score by key, computed locally (what a run record stores)."""
+    scores: dict[str, float] = {}
+    for ev in default_evaluators(max_retries):
+        res = ev(outputs, reference_outputs)
+        for r in res.get("results", [res]):
+            if r["score"] is not None:
+                scores[r["key"]] = float(r["score"])
+    return scores

@@ -1,0 +1,129 @@
+"""Aggregate per-question records into the figures a run reports.
+
+Stage attribution follows HybridRAG-BN's reporting: which stage produced each final answer, and
+for every later stage how many answers it changed and whether the change raised or lowered
+token F1.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from itertools import pairwise
+from typing import Any
+
+from kbqa.evals.evaluators import RECALL_KS
+from kbqa.evals.metrics import max_over_golds, token_f1
+
+Record = dict[str, Any]
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    vals = list(values)
+    return round(statistics.fmean(vals), 4) if vals else None
+
+
+def _median(values: Iterable[float]) -> float | None:
+    vals = list(values)
+    return round(statistics.median(vals), 4) if vals else None
+
+
+def _score(rec: Record, key: str) -> float | None:
+    value = rec.get("scores", {}).get(key)
+    return None if value is None else float(value)
+
+
+def _mean_score(records: list[Record], key: str) -> float | None:
+    return _mean(v for r in records if (v := _score(r, key)) is not None)
+
+
+def _split(records: list[Record], key: Callable[[Record], Any]) -> dict[str, dict[str, Any]]:
+    groups: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        groups[str(key(r))].append(r)
+    return {
+        name: {
+            "n": len(rs),
+            "exact_match": _mean_score(rs, "exact_match"),
+            "token_f1": _mean_score(rs, "token_f1"),
+        }
+        for name, rs in sorted(groups.items(), key=lambda kv: -len(kv[1]))
+    }
+
+
+def stage_changes(records: list[Record]) -> dict[str, dict[str, int]]:
+    """For each stage after the first: answers it changed, and how token F1 moved.
+
+    Returns:
+        ``{stage: {"changed", "raised", "lowered", "same_f1"}}``, counted over consecutive
+        entries of each record's ``stage_answers``.
+    """
+    out: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in records:
+        stages = r.get("stage_answers") or []
+        for prev, cur in pairwise(stages):
+            out[cur["stage"]]["seen"] += 1
+            if (prev["answer"], prev["abstained"]) == (cur["answer"], cur["abstained"]):
+                continue
+            before = max_over_golds(
+                token_f1, prev["answer"], r["gold"], abstained=prev["abstained"]
+            )
+            after = max_over_golds(token_f1, cur["answer"], r["gold"], abstained=cur["abstained"])
+            c = out[cur["stage"]]
+            c["changed"] += 1
+            c["raised" if after > before else "lowered" if after < before else "same_f1"] += 1
+    return {
+        stage: {k: c[k] for k in ("seen", "changed", "raised", "lowered", "same_f1")}
+        for stage, c in out.items()
+    }
+
+
+def node_seconds(records: list[Record]) -> dict[str, list[float]]:
+    """Wall seconds of every node run, by node name (for latency plots)."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        for t in r.get("timings", []):
+            out[t["node"]].append(float(t["seconds"]))
+    return dict(out)
+
+
+def summarize(records: list[Record]) -> dict[str, Any]:
+    """Aggregate figures of a run.
+
+    Means of every evaluator over all questions (``exact_match``, ``token_f1``,
+    ``answer_contained``, ``abstention_correct``, ``trajectory``), EM/F1 over answerable
+    questions, recall@k and answer-in-context (answerable only), abstention rates, splits by
+    question type (classifier), dataset qtype, answerability and language, stage attribution, and
+    seconds per question (graph wall time) with the median per node.
+    """
+    ans = [r for r in records if r["answerable"]]
+    unans = [r for r in records if not r["answerable"]]
+    s: dict[str, Any] = {
+        "questions": len(records),
+        "answerable": len(ans),
+        "unanswerable": len(unans),
+    }
+    for key in ("exact_match", "token_f1", "answer_contained", "abstention_correct", "trajectory"):
+        s[key] = _mean_score(records, key)
+    s["exact_match_answerable"] = _mean_score(ans, "exact_match")
+    s["token_f1_answerable"] = _mean_score(ans, "token_f1")
+    for k in RECALL_KS:
+        s[f"recall@{k}"] = _mean_score(ans, f"recall@{k}")
+    s["answer_in_context"] = _mean_score(ans, "answer_in_context")
+    s["abstention_rate_answerable"] = _mean(float(r["abstained"]) for r in ans)
+    s["abstention_rate_unanswerable"] = _mean(float(r["abstained"]) for r in unans)
+    s["errors"] = sum(1 for r in records if "error" in r)
+    secs = [r["seconds"] for r in records]
+    s["seconds_per_question_mean"] = _mean(secs)
+    s["seconds_per_question_median"] = _median(secs)
+    s["node_seconds_median"] = {n: _median(v) for n, v in node_seconds(records).items()}
+    s["answered_by"] = dict(Counter(str(r.get("answered_by")) for r in records).most_common())
+    s["stage_changes"] = stage_changes(records)
+    s["by_question_type"] = _split(records, lambda r: r.get("question_type"))
+    s["by_dataset_qtype"] = _split(records, lambda r: r.get("qtype"))
+    s["by_answerable"] = _split(
+        records, lambda r: "answerable" if r["answerable"] else "unanswerable"
+    )
+    s["by_language"] = _split(records, lambda r: r.get("language"))
+    return s

@@ -1,0 +1,230 @@
+"""The eval runner: resumable runs, refusal of mismatched runs, ablations, models, question
+generation, and that nothing is sent anywhere without a LangSmith key."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kbqa.cli import app
+from kbqa.context import Context
+from kbqa.errors import InputError
+from kbqa.evals.datasets import load_questions
+from kbqa.evals.runner import RECORDS_FILE, evaluate_questions, run_config
+from kbqa.resources import chat_model_for
+
+runner = CliRunner()
+QUESTIONS = [
+    ("q1", "বাংলাদেশের রাজধানী কোথায়?", ["ঢাকা"], "d1"),
+    ("q2", "রবীন্দ্রনাথ ঠাকুর কোন সালে নোবেল পুরস্কার পান?", ["১৯১৩ সালে"], "d2"),
+    ("q3", "What is the capital of France?", ["Paris"], "d3"),
+    ("q4", "পদ্মা কোন নদীর শাখা?", ["গঙ্গার"], "d4"),
+    ("q5", "When did Marie Curie win the Nobel Prize in Physics?", ["1903"], "d5"),
+    ("q6", "চাঁদে প্রথম কে গিয়েছিলেন?", [], None),
+]
+
+
+@pytest.fixture
+def qa_file(tmp_path: Path) -> Path:
+    path = tmp_path / "qa.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps(
+                {"qid": q, "question": text, "answers": a, "doc_id": d, "answerable": bool(a)},
+                ensure_ascii=False,
+            )
+            + "\n"
+            for q, text, a, d in QUESTIONS
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def fake_ctx(index: Path, model: str = "fake/first-sentence", **kw: object) -> Context:
+    return Context(index_dir=str(index), model=model, embedder="fake/hash", **kw)  # type: ignore[arg-type]
+
+
+def test_resume_skips_finished_questions(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
+    qs = load_questions(qa_file)
+    ctx = fake_ctx(tiny_index, model="fake/script:r1")
+    run_dir = tmp_path / "run"
+    cfg = run_config(qa_file, "sha", ctx)
+    first = evaluate_questions(qs, ctx, run_dir, config=cfg, progress=False)
+    assert first.summary["harness"]["questions_run_now"] == 6
+    # simulate a kill after two questions, in the middle of writing the third record
+    lines = (run_dir / RECORDS_FILE).read_text(encoding="utf-8").splitlines(keepends=True)
+    (run_dir / RECORDS_FILE).write_text("".join(lines[:2]) + lines[2][:25], encoding="utf-8")
+    model = chat_model_for(ctx)
+    calls_before = model.calls  # type: ignore[attr-defined]
+    second = evaluate_questions(qs, ctx, run_dir, config=cfg, progress=False)
+    h = second.summary["harness"]
+    assert (h["questions_resumed"], h["questions_run_now"]) == (2, 4)
+    # 4 questions re-run; the unanswerable one retries once, so 4 or 5 LLM calls
+    assert model.calls - calls_before in (4, 5)  # type: ignore[attr-defined]
+    records = [json.loads(x) for x in (run_dir / RECORDS_FILE).read_text().splitlines()]
+    assert sorted(r["qid"] for r in records) == [q.qid for q in qs]
+    assert [r["qid"] for r in second.records] == [q.qid for q in qs]
+    third = evaluate_questions(qs, ctx, run_dir, config=cfg, progress=False)
+    assert third.summary["harness"]["questions_run_now"] == 0
+
+
+def test_run_with_other_settings_is_refused(
+    tiny_index: Path, qa_file: Path, tmp_path: Path
+) -> None:
+    qs = load_questions(qa_file)[:2]
+    ctx = fake_ctx(tiny_index)
+    run_dir = tmp_path / "run"
+    evaluate_questions(qs, ctx, run_dir, config=run_config(qa_file, "sha", ctx), progress=False)
+    other = fake_ctx(tiny_index, k=5)
+    with pytest.raises(InputError, match=r"other settings \(context.k: 3 then, 5 now\)"):
+        evaluate_questions(qs, other, run_dir, config=run_config(qa_file, "sha", other))
+    run = evaluate_questions(
+        qs, other, run_dir, config=run_config(qa_file, "sha", other), overwrite=True,
+        progress=False,
+    )  # fmt: skip
+    assert run.summary["harness"]["questions_run_now"] == 2
+
+
+def test_killed_eval_resumes(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
+    """SIGTERM a real `kbqa eval` process mid-run, re-run it, check nothing is recomputed."""
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "kbqa.cli", "eval", str(qa_file), "--index", str(tiny_index),
+           "--embedder", "fake/hash", "--model", "fake/slow:0.4", "--out", str(run_dir),
+           "--no-report"]  # fmt: skip
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    records = run_dir / RECORDS_FILE
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if records.exists() and len(records.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    done = len(records.read_text().splitlines())
+    assert 2 <= done < len(QUESTIONS), "killed mid-run"
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, check=True)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["harness"]["questions_resumed"] == done, out.stdout
+    assert summary["harness"]["questions_run_now"] == len(QUESTIONS) - done
+    assert len(records.read_text().splitlines()) == len(QUESTIONS)
+
+
+def test_no_socket_without_langsmith_key(
+    tiny_index: Path, qa_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "LANGSMITH_TRACING",
+                "LANGCHAIN_TRACING_V2", "LANGSMITH_ENDPOINT", "LANGCHAIN_ENDPOINT"):  # fmt: skip
+        monkeypatch.delenv(var, raising=False)
+    opened: list[object] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        opened.append(args)
+        raise OSError("network use in a test without a LangSmith key")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    common = ["--index", str(tiny_index), "--embedder", "fake/hash", "--model", "fake/script:ঢাকা"]
+    res = runner.invoke(app, ["ask", "বাংলাদেশের রাজধানী কোথায়?", *common])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["eval", str(qa_file), *common, "--out", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    assert opened == []
+
+
+def test_ablation_table_and_llm_cache(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    res = runner.invoke(app, ["eval", str(qa_file), "--index", str(tiny_index), "--embedder",
+                              "fake/hash", "--model", "fake/first-sentence", "--out",
+                              str(run_dir), "--ablate"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rows = json.loads((run_dir / "ablation.json").read_text())
+    names = [r["name"] for r in rows]
+    assert names[0] == "full" and "no dense (BM25 only)" in names and "RRF fusion" in names
+    assert "no BM25 (dense only)" in names and "no retry" in names and "no padding" in names
+    assert all(r["token_f1"] is not None for r in rows)
+    assert "| no dense (BM25 only) |" in res.output
+    report = (run_dir / "report.md").read_text()
+    assert "## Ablations" in report and (run_dir / "plots" / "ablation.png").is_file()
+    assert (run_dir / "ablations" / "no-retry" / RECORDS_FILE).is_file()
+
+
+def test_models_table(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    res = runner.invoke(app, ["eval", str(qa_file), "--index", str(tiny_index), "--embedder",
+                              "fake/hash", "--models", "fake/first-sentence,fake/abstain",
+                              "--out", str(run_dir)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rows = json.loads((run_dir / "models.json").read_text())
+    assert [r["name"] for r in rows] == ["fake/first-sentence", "fake/abstain"]
+    assert all(r["peak_rss_mib"] > 10 for r in rows)
+    assert rows[1]["abstention_rate_answerable"] == 1.0
+
+
+def test_bad_model_in_models_list_names_it(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
+    res = runner.invoke(app, ["eval", str(qa_file), "--index", str(tiny_index), "--embedder",
+                              "fake/hash", "--models", "fake/abstain,nope", "--out",
+                              str(tmp_path / "r")])  # fmt: skip
+    assert res.exit_code == 2 and "model 'nope' failed" in res.output
+
+
+def test_report_command_rewrites_report(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    evaluate_questions(load_questions(qa_file), fake_ctx(tiny_index), run_dir, progress=False)
+    res = runner.invoke(app, ["eval", "report", str(run_dir)])
+    assert res.exit_code == 0, res.output
+    text = (run_dir / "report.md").read_text()
+    assert "## Summary" in text and "plots/f1_by_type.png" in text
+    res = runner.invoke(app, ["eval", "report", str(tmp_path)])
+    assert res.exit_code == 2 and "not an eval run directory" in res.output
+
+
+def test_generate_keeps_only_verbatim_answers(tiny_index: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gen.jsonl"
+    # completion-style replies continue after "Question:"; only the long document's chunks are
+    # long enough to be sampled, and one question per document is kept
+    script = " এখানে কী আছে?\nAnswer: কিছু তথ্য"
+    res = runner.invoke(app, ["eval", "generate", "--index", str(tiny_index), "--embedder",
+                              "fake/hash", "--model", f"fake/script:{script}", "--n", "2",
+                              "--out", str(out)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(rows) == 1, "one question per document"
+    first = rows[0]
+    assert first["answers"] == ["কিছু তথ্য"] and first["needs_review"] is True
+    assert first["question"] == "এখানে কী আছে?" and first["doc_id"] == "long"
+    assert "kept 1 of 1 drafted pairs" in res.output
+    assert load_questions(out)[0].doc_id == first["doc_id"]
+
+
+def test_generate_bad_n(tiny_index: Path, tmp_path: Path) -> None:
+    res = runner.invoke(app, ["eval", "generate", "--index", str(tiny_index), "--n", "0"])
+    assert res.exit_code == 2 and "--n must be > 0" in res.output
+
+
+def test_generated_pairs_are_checked() -> None:
+    from kbqa.evals.question_generation import check_pair, parse_pair
+
+    chunk = "রবীন্দ্রনাথ ঠাকুর ১৯১৩ সালে নোবেল পুরস্কার পান।"
+    title = "রবীন্দ্রনাথ ঠাকুর"
+    assert parse_pair(" কোন সালে নোবেল পান?\nAnswer: ১৯১৩ সালে।") == ("কোন সালে নোবেল পান?", "১৯১৩ সালে")
+    assert parse_pair("just text") is None
+    assert check_pair("কোন সালে নোবেল পান?", "১৯১৩ সালে", chunk, title) is None
+    assert check_pair("কবে পান?", "১৯১৪ সালে", chunk, title) == "answer not in chunk"
+    assert check_pair("কে নোবেল পান?", "রবীন্দ্রনাথ ঠাকুর", chunk, title) == "answer in title"
+    assert check_pair("১৯১৩ সালে কী হয়?", "১৯১৩ সালে", chunk, title) == "question is the answer"
+    long_answer = "রবীন্দ্রনাথ ঠাকুর ১৯১৩ সালে নোবেল পুরস্কার পান"
+    assert check_pair("কী হয়েছিল সেই বছর?", long_answer, chunk, "") is None
+    assert check_pair("কী?", "নোবেল পুরস্কার", chunk, title) == "not a question"

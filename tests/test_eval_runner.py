@@ -146,11 +146,15 @@ def test_no_socket_without_langsmith_key(
 
 def test_ablation_table_and_llm_cache(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
+    model = chat_model_for(fake_ctx(tiny_index))
+    calls = model.calls  # type: ignore[attr-defined]
     res = runner.invoke(app, ["eval", str(qa_file), "--index", str(tiny_index), "--embedder",
                               "fake/hash", "--model", "fake/first-sentence", "--out",
                               str(run_dir), "--ablate"])  # fmt: skip
     assert res.exit_code == 0, res.output
     rows = json.loads((run_dir / "ablation.json").read_text())
+    # identical prompts are answered from the cache: far fewer calls than runs x questions
+    assert model.calls - calls < len(rows) * len(QUESTIONS) // 2  # type: ignore[attr-defined]
     names = [r["name"] for r in rows]
     assert names[0] == "full" and "no dense (BM25 only)" in names and "RRF fusion" in names
     assert "no BM25 (dense only)" in names and "no retry" in names and "no padding" in names

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import signal
@@ -316,22 +317,25 @@ def eval_run(
                 path = write_report(run_dir, [], {"model": models, "index_dir": str(index_dir)})
                 typer.echo(f"report: {path}")
             return
-        run = evaluate_questions(
-            qs,
-            ctx,
-            run_dir,
-            config=config,
-            overwrite=overwrite,
-            max_concurrency=max_concurrency,
-            dataset_name=dataset_name,
-        )
-        if ablate:
-            from kbqa.evals.ablation import TABLE_KEYS, run_ablations
-            from kbqa.evals.report import markdown_table
+        from kbqa.evals.ablation import TABLE_KEYS, llm_cache, run_ablations
+        from kbqa.evals.report import markdown_table
 
-            rows = run_ablations(qs, ctx, run_dir, config=config, overwrite=overwrite)
-            cols = ["name", *TABLE_KEYS]
-            typer.echo(markdown_table(cols, [[r.get(c) for c in cols] for r in rows]))
+        with llm_cache() if ablate else contextlib.nullcontext():
+            run = evaluate_questions(
+                qs,
+                ctx,
+                run_dir,
+                config=config,
+                overwrite=overwrite,
+                max_concurrency=max_concurrency,
+                dataset_name=dataset_name,
+            )
+            if ablate:
+                rows = run_ablations(
+                    qs, ctx, run_dir, config=config, full_summary=run.summary, overwrite=overwrite
+                )
+                cols = ["name", *TABLE_KEYS]
+                typer.echo(markdown_table(cols, [[r.get(c) for c in cols] for r in rows]))
         if report:
             path = write_report(run_dir, run.records, run.summary)
             typer.echo(f"report: {path}")

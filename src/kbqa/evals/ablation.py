@@ -13,7 +13,8 @@ import dataclasses
 import json
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,22 @@ def ablations(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
     return rows
 
 
+@contextmanager
+def llm_cache() -> Iterator[None]:
+    """Memoise LLM generations by prompt and parameters while the block runs (LangChain's
+    global :class:`~langchain_core.caches.InMemoryCache`); an already-set cache is kept."""
+    from langchain_core.caches import InMemoryCache
+    from langchain_core.globals import get_llm_cache, set_llm_cache
+
+    previous = get_llm_cache()
+    if previous is None:
+        set_llm_cache(InMemoryCache())
+    try:
+        yield
+    finally:
+        set_llm_cache(previous)
+
+
 def _slug(name: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
 
@@ -73,23 +90,32 @@ def run_ablations(
     out_dir: str | Path,
     *,
     config: dict[str, Any],
+    full_summary: dict[str, Any] | None = None,
     overwrite: bool = False,
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """Run every ablation into ``out_dir/ablations/<name>/``; write ``out_dir/ablation.json``.
 
+    Args:
+        questions: The sample.
+        ctx: The full system's settings.
+        out_dir: Parent run directory.
+        config: The parent run's identity (:func:`~kbqa.evals.runner.run_config`).
+        full_summary: Summary of the full system on the same sample, when already run (its
+            row is then not re-run).
+        overwrite: Discard earlier ablation runs instead of resuming them.
+        progress: Show progress bars.
+
     Returns:
         One table row per ablation: its name and the figures of :data:`TABLE_KEYS`.
     """
-    from langchain_core.caches import InMemoryCache
-    from langchain_core.globals import get_llm_cache, set_llm_cache
-
     d = Path(out_dir)
     rows = []
-    previous = get_llm_cache()
-    set_llm_cache(InMemoryCache())
-    try:
+    with llm_cache():
         for name, overrides in ablations(ctx):
+            if not overrides and full_summary is not None:
+                rows.append(_row(name, full_summary))
+                continue
             sub = dataclasses.replace(ctx, **overrides)
             cfg = {**config, "context": dataclasses.asdict(sub)}
             run = evaluate_questions(
@@ -102,8 +128,6 @@ def run_ablations(
                 progress=progress,
             )
             rows.append(_row(name, run.summary))
-    finally:
-        set_llm_cache(previous)
     write_json(d / "ablation.json", rows)
     return rows
 

@@ -39,6 +39,8 @@ log = logging.getLogger("kbqa.evals")
 CONFIG_FILE = "config.json"
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.json"
+RUN_FIELDS = ("model", "index_dir", "peak_rss_mib", "harness")
+"""Summary fields measured during a run rather than derived from its records."""
 
 
 def peak_rss_mib() -> float:
@@ -347,7 +349,7 @@ def write_json(path: Path, obj: Any) -> None:
 
 
 def load_run(out_dir: str | Path) -> EvalRun:
-    """Read a finished (or partial) run directory.
+    """Read a finished (or partial) run directory; the summary is recomputed from its records.
 
     Raises:
         InputError: No ``records.jsonl`` in ``out_dir``.
@@ -356,10 +358,9 @@ def load_run(out_dir: str | Path) -> EvalRun:
     if not (d / RECORDS_FILE).is_file():
         raise InputError(f"{d} is not an eval run directory (no {RECORDS_FILE})")
     records = list(_read_records(d / RECORDS_FILE).values())
+    summary = summarize(records)  # recomputed, so a newer kbqa re-reads old records
     summary_path = d / SUMMARY_FILE
-    summary = (
-        json.loads(summary_path.read_text(encoding="utf-8"))
-        if summary_path.is_file()
-        else summarize(records)
-    )
+    if summary_path.is_file():
+        stored = json.loads(summary_path.read_text(encoding="utf-8"))
+        summary.update({k: stored[k] for k in RUN_FIELDS if k in stored})
     return EvalRun(d, records, summary)

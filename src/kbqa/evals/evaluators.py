@@ -37,28 +37,29 @@ def _answer(outputs: dict[str, Any]) -> tuple[str, bool]:
     return str(outputs.get("answer") or ""), bool(outputs.get("abstained"))
 
 
+def _score_answer(
+    key: str,
+    metric: Callable[[str, str], float],
+    outputs: dict[str, Any],
+    reference: dict[str, Any],
+) -> EvaluatorResult:
+    answer, abstained = _answer(outputs)
+    golds = reference.get("answers") or []
+    return {"key": key, "score": max_over_golds(metric, answer, golds, abstained=abstained)}
+
+
 def exact_match_evaluator(
     outputs: dict[str, Any], reference_outputs: dict[str, Any]
 ) -> EvaluatorResult:
     """``exact_match``: SQuAD EM, max over gold alternatives (1 if unanswerable and abstained)."""
-    answer, abstained = _answer(outputs)
-    golds = reference_outputs.get("answers") or []
-    return {
-        "key": "exact_match",
-        "score": max_over_golds(exact_match, answer, golds, abstained=abstained),
-    }
+    return _score_answer("exact_match", exact_match, outputs, reference_outputs)
 
 
 def token_f1_evaluator(
     outputs: dict[str, Any], reference_outputs: dict[str, Any]
 ) -> EvaluatorResult:
     """``token_f1``: SQuAD token F1 with Bangla normalisation, maximum over alternatives."""
-    answer, abstained = _answer(outputs)
-    golds = reference_outputs.get("answers") or []
-    return {
-        "key": "token_f1",
-        "score": max_over_golds(token_f1, answer, golds, abstained=abstained),
-    }
+    return _score_answer("token_f1", token_f1, outputs, reference_outputs)
 
 
 def contained_evaluator(
@@ -66,12 +67,7 @@ def contained_evaluator(
 ) -> EvaluatorResult:
     """``answer_contained``: a normalised gold occurs inside the normalised answer (FlashRAG's
     "acc"; EM undercounts by about 16 points on NQ)."""
-    answer, abstained = _answer(outputs)
-    golds = reference_outputs.get("answers") or []
-    return {
-        "key": "answer_contained",
-        "score": max_over_golds(answer_contained, answer, golds, abstained=abstained),
-    }
+    return _score_answer("answer_contained", answer_contained, outputs, reference_outputs)
 
 
 def abstention_evaluator(

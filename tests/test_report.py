@@ -1,0 +1,75 @@
+"""Report helpers and the ablation list."""
+
+from pathlib import Path
+
+from kbqa.context import Context
+from kbqa.evals.ablation import ablations, model_tag
+from kbqa.evals.report import abstention_calibration, markdown_table, recall_curve, write_report
+
+
+def rec(answerable: bool, abstained: bool, docs: list[str], aic: float = 0.0) -> dict:
+    return {
+        "answerable": answerable,
+        "abstained": abstained,
+        "gold_doc_id": "g" if answerable else None,
+        "retrieved_doc_ids": docs,
+        "scores": {"answer_in_context": aic} if answerable else {},
+        "timings": [{"node": "retrieve", "seconds": 0.01}, {"node": "generate", "seconds": 2.0}],
+    }
+
+
+RECORDS = [
+    rec(True, False, ["g", "x"], aic=1.0),
+    rec(True, True, ["x", "y", "g"], aic=0.0),
+    rec(True, False, ["x"], aic=1.0),
+    rec(False, True, ["x"]),
+]
+
+
+def test_recall_curve() -> None:
+    curve = recall_curve(RECORDS, max_k=4)
+    assert curve == [1 / 3, 1 / 3, 2 / 3, 2 / 3]
+
+
+def test_abstention_calibration() -> None:
+    cal = abstention_calibration(RECORDS)
+    assert cal == {
+        "answer in context": (2, 0.0),
+        "answer not in context": (1, 1.0),
+        "unanswerable": (1, 1.0),
+    }
+
+
+def test_markdown_table() -> None:
+    assert markdown_table(["a", "b"], [[1, 0.12345], ["x", None]]).splitlines() == [
+        "| a | b |",
+        "|---|---|",
+        "| 1 | 0.123 |",
+        "| x | n/a |",
+    ]
+
+
+def test_report_has_plots(tmp_path: Path) -> None:
+    summary = {"questions": 4, "token_f1": 0.5, "answered_by": {"generate": 4},
+               "by_question_type": {"other": {"n": 4, "exact_match": 0.0, "token_f1": 0.5}},
+               "answer_in_context": 0.67}  # fmt: skip
+    path = write_report(tmp_path, RECORDS, summary)
+    text = path.read_text()
+    for png in ("f1_by_type", "recall_at_k", "node_latency", "abstention_calibration"):
+        assert f"plots/{png}.png" in text
+        assert (tmp_path / "plots" / f"{png}.png").stat().st_size > 1000
+
+
+def test_ablation_list() -> None:
+    names = dict(ablations(Context()))
+    assert names["full"] == {}
+    assert names["no dense (BM25 only)"] == {"bm25_weight": 1.0, "dense_weight": 0.0}
+    assert names["no BM25 (dense only)"] == {"bm25_weight": 0.0, "dense_weight": 1.0}
+    assert "fusion bm25=0.65" not in names  # the default is the full row
+    assert names["no retry"] == {"max_retries": 0}
+    assert all(Context(**o) for o in names.values())  # every override is a valid Context
+
+
+def test_model_tag() -> None:
+    assert model_tag("/models/My Model.gguf") == "My_Model"
+    assert model_tag("qwen2.5-coder-1.5b") == "qwen2.5-coder-1.5b"

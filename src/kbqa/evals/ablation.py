@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from kbqa.context import Context
 from kbqa.errors import InputError
 from kbqa.evals.datasets import Question
@@ -36,6 +38,8 @@ TABLE_KEYS = (
     "abstention_rate_unanswerable",
     "seconds_per_question_median",
 )
+ABLATION_KEYS = tuple(k for k in TABLE_KEYS if k != "seconds_per_question_median")
+"""Ablation columns: seconds are left out, since generations are memoised across ablations."""
 
 
 def ablations(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
@@ -44,7 +48,11 @@ def ablations(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
     The BM25 weight sweep covers "no dense" (1.0) and "no BM25" (0.0). The no-LLM (extractive)
     row joins once the extractor node exists.
     """
-    rows: list[tuple[str, dict[str, Any]]] = [("full", {})]
+    full = (
+        f"full (bm25 {ctx.bm25_weight} / dense {ctx.dense_weight} {ctx.fusion}, "
+        f"padding {'on' if ctx.pad_previous else 'off'}, {ctx.max_retries} retry)"
+    )
+    rows: list[tuple[str, dict[str, Any]]] = [(full, {})]
     for w in FUSION_SWEEP:
         if abs(w - ctx.bm25_weight) < 1e-9 and abs(1 - w - ctx.dense_weight) < 1e-9:
             continue
@@ -77,7 +85,7 @@ def llm_cache() -> Iterator[None]:
 
 
 def _slug(name: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
+    return "-".join(regex.findall(r"[\p{L}\p{N}.]+", name.lower())) or "run"
 
 
 def _row(name: str, summary: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -154,8 +162,12 @@ def run_models(
     """
     d = Path(out_dir)
     rows = []
+    tags: list[str] = []
     for model in models:
         tag = model_tag(model)
+        if tag in tags:  # two names that map to one folder name
+            tag = f"{tag}-{len(tags) + 1}"
+        tags.append(tag)
         sub = d / "models" / tag
         cmd = [
             sys.executable,
@@ -168,13 +180,13 @@ def run_models(
             model,
             "--out",
             str(sub),
-            "--no-report",
         ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        print(f"== model {model} -> {sub}", file=sys.stderr, flush=True)
+        # the child's progress bar and errors go straight to this terminal
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False)
         if proc.returncode != 0:
             raise InputError(
-                f"evaluating model {model!r} failed (exit {proc.returncode}): "
-                f"{proc.stderr.strip()[-400:]}"
+                f"evaluating model {model!r} failed (exit {proc.returncode}); its error is above"
             )
         summary = json.loads((sub / SUMMARY_FILE).read_text(encoding="utf-8"))
         rows.append(_row(model, summary, peak_rss_mib=summary.get("peak_rss_mib")))

@@ -64,6 +64,8 @@ def load_questions(path: str | Path) -> list[Question]:
             file and line.
     """
     p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p} is a directory, not a question file")
     if not p.is_file():
         raise InputError(f"question file not found: {p}")
     if p.suffix.lower() == ".csv":
@@ -83,8 +85,9 @@ def load_questions(path: str | Path) -> list[Question]:
 def _load_csv(p: Path) -> list[Question]:
     try:
         with p.open(encoding="utf-8-sig", newline="") as fh:
-            reader = csv.DictReader(fh)
-            cols = set(reader.fieldnames or [])
+            reader = csv.DictReader(fh, strict=True)
+            reader.fieldnames = [f.strip().lower() for f in reader.fieldnames or []]
+            cols = set(reader.fieldnames)
             if not {"question", "answer"} <= cols:
                 raise InputError(
                     f"{p}: a CSV question file needs 'question' and 'answer' columns, "
@@ -93,6 +96,8 @@ def _load_csv(p: Path) -> list[Question]:
             out = []
             for row in reader:
                 lineno = reader.line_num
+                if None in row:
+                    raise InputError(f"{p}:{lineno}: more fields than the header has")
                 answers = [a.strip() for a in (row.get("answer") or "").split("|") if a.strip()]
                 obj: dict[str, Any] = {
                     "qid": row.get("qid") or None,
@@ -128,6 +133,10 @@ def _parse_question(obj: dict[str, Any] | InputError, p: Path, lineno: int) -> Q
     if answerable and not [a for a in answers if a.strip()]:
         raise InputError(f"{where}: answerable question has no answers")
     doc_id = obj.get("doc_id")
+    for key in ("qid", "doc_id", "qtype"):
+        value = obj.get(key)
+        if value is not None and not isinstance(value, (str, int)):
+            raise InputError(f"{where}: '{key}' must be a string, got {value!r:.80}")
     return Question(
         qid=str(obj.get("qid") or f"{p.name}:{lineno}"),
         question=question,

@@ -75,7 +75,8 @@ def generate_questions(
         progress: Show a progress bar.
 
     Returns:
-        ``{"kept", "tried", "rejected": {reason: count}, "seconds"}``.
+        ``{"kept", "tried", "rejected": {reason: count}, "seconds"}``. Nothing is written when
+        no pair is kept.
 
     Raises:
         ValueError: ``n`` <= 0.
@@ -133,6 +134,15 @@ def generate_questions(
         )
         bar.update(1)
     bar.close()
+    tried = len(kept) + sum(rejected.values())
+    stats = {
+        "kept": len(kept),
+        "tried": tried,
+        "rejected": dict(rejected),
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    if not kept:  # never replace a file with nothing
+        return stats
     p = Path(out)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.tmp")
@@ -140,10 +150,4 @@ def generate_questions(
         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8"
     )
     tmp.replace(p)
-    tried = len(kept) + sum(rejected.values())
-    return {
-        "kept": len(kept),
-        "tried": tried,
-        "rejected": dict(rejected),
-        "seconds": round(time.perf_counter() - t0, 2),
-    }
+    return stats

@@ -36,7 +36,7 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
 
 def recall_curve(records: list[dict[str, Any]], max_k: int = 10) -> list[float]:
     """Doc recall@k for k = 1..``max_k`` over answerable records with a gold doc."""
-    rs = [r for r in records if r["answerable"] and r.get("gold_doc_id")]
+    rs = [r for r in records if r.get("answerable", True) and r.get("gold_doc_id")]
     if not rs:
         return []
     return [
@@ -133,7 +133,8 @@ def _plots(
             names, [rate or 0 for _, rate in cal.values()], color=["#55A868", "#C44E52", "#8172B2"]
         )
         for i, (n, rate) in enumerate(cal.values()):
-            ax.text(i, (rate or 0) + 0.01, f"n={n}", ha="center", fontsize=8)
+            label = f"n={n}" if n else "no questions"
+            ax.text(i, (rate or 0) + 0.01, label, ha="center", fontsize=8)
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("abstention rate")
         ax.set_title("Abstention calibration (ideal: low, high, high)")
@@ -158,7 +159,7 @@ def _plots(
         )
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, fontsize=8)
         ax.set_title(title)
         save(fig, fname, title)
     return made
@@ -213,15 +214,22 @@ def write_report(
     parts = [f"# {title}", ""]
     meta = [f"model `{summary.get('model')}`", f"index `{summary.get('index_dir')}`"]
     parts += [", ".join(meta), ""]
+    if summary.get("partial"):
+        parts += [
+            f"**Partial run**: {summary.get('questions')} questions finished before it was "
+            "interrupted. Run the same `kbqa eval` command again to finish it.",
+            "",
+        ]
     if summary_rows(summary):
         parts += ["## Summary", "", markdown_table(["figure", "value"], summary_rows(summary)), ""]
     h = summary.get("harness")
     if h:
+        ratio = h.get("overhead_ratio")
         parts += [
-            f"Harness: {h['questions_run_now']} questions run now, "
-            f"{h['questions_resumed']} resumed; "
-            f"wall {h['wall_seconds']} s vs graph {h['graph_seconds']} s "
-            f"(overhead {_fmt(h['overhead_ratio'])}).",
+            f"Harness overhead: the evaluation took {h['wall_seconds']} s of wall time for "
+            f"{h['graph_seconds']} s of graph runs over {h.get('questions_run', '?')} "
+            f"questions in {h.get('sessions', 1)} session(s): "
+            + (f"{ratio * 100:+.1f}%." if ratio is not None else "n/a."),
             "",
         ]
     if summary.get("answered_by"):
@@ -251,7 +259,7 @@ def write_report(
         ("by_language", "language"),
     ):
         split = summary.get(key, {})
-        if split:
+        if split and list(split) != ["None"]:
             parts += [
                 f"## By {name}",
                 "",
@@ -279,10 +287,15 @@ def write_report(
                 "recall@3",
                 "answer_in_context",
                 "abstention_rate_answerable",
-                "seconds_per_question_median",
             ]
             if key == "models":
-                cols.append("peak_rss_mib")
+                cols += ["seconds_per_question_median", "peak_rss_mib"]
+            else:
+                parts += [
+                    "Seconds per question are left out: generations are memoised by prompt "
+                    "across ablations.",
+                    "",
+                ]
             parts += [
                 f"## {heading}",
                 "",

@@ -111,7 +111,12 @@ def make_record(
         "language": out.get("language"),
         "retrieved_doc_ids": out.get("retrieved_doc_ids", []),
         "context_chunk_ids": out.get("context_chunk_ids", []),
-        "scores": score_all(out, q.reference(), ctx.max_retries),
+        # a question the graph could not run is wrong on every count, abstention included
+        "scores": (
+            {k: 0.0 for k in score_all(out, q.reference(), ctx.max_retries)}
+            if "error" in out
+            else score_all(out, q.reference(), ctx.max_retries)
+        ),
         "seconds": round(float(out.get("graph_seconds", 0.0)), 4),
         "timings": timings,
     }
@@ -170,21 +175,32 @@ def prepare_run_dir(
     if not os.access(d, os.W_OK):
         raise InputError(f"cannot write the run to {d}: folder is not writable")
     cfg_path, rec_path = d / CONFIG_FILE, d / RECORDS_FILE
+    for p in (cfg_path, rec_path):
+        if p.exists() and not p.is_file():
+            raise InputError(f"{p} is not a file; use another --out")
     if overwrite:
         for name in (CONFIG_FILE, RECORDS_FILE, SUMMARY_FILE):
             (d / name).unlink(missing_ok=True)
     if cfg_path.exists():
         try:
-            old = json.loads(cfg_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{cfg_path} is unreadable ({exc}); use --overwrite") from None
-        old_cfg = {k: v for k, v in old.items() if k != "kbqa_version"}
-        if old_cfg != config:
-            diff = _diff(old_cfg, config)
+            old = _read_json(cfg_path)
+        except InputError as exc:
+            raise InputError(f"{exc}; use --overwrite") from None
+        # the file's content (sha256) identifies the questions, not where it lies
+        ignored = ("kbqa_version", "questions")
+        old_cfg = {k: v for k, v in old.items() if k not in ignored}
+        new_cfg = {k: v for k, v in config.items() if k not in ignored}
+        if old_cfg != new_cfg:
+            diff = _diff(old_cfg, new_cfg)
             raise InputError(
                 f"{d} holds a run with other settings ({diff}); use another --out or --overwrite"
             )
     else:
+        if rec_path.is_file() and rec_path.stat().st_size > 0:
+            raise InputError(
+                f"{d} holds records but no {CONFIG_FILE}, so their settings are unknown; "
+                "use another --out or --overwrite"
+            )
         cfg_path.write_text(
             json.dumps({**config, "kbqa_version": __version__}, ensure_ascii=False, indent=1),
             encoding="utf-8",
@@ -205,22 +221,64 @@ def _diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> str:
     return "; ".join(parts)
 
 
-def _read_records(path: Path) -> dict[str, dict[str, Any]]:
+_RECORD_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "qid": str,
+    "answerable": bool,
+    "abstained": bool,
+    "answer": str,
+    "gold": list,
+    "route": list,
+    "stage_answers": list,
+    "retrieved_doc_ids": list,
+    "scores": dict,
+    "seconds": (int, float),
+    "timings": list,
+}
+
+
+def _record_problem(rec: Any) -> str | None:
+    """Why ``rec`` is not a record written by :func:`make_record`, or None."""
+    if not isinstance(rec, dict):
+        return f"a JSON {type(rec).__name__}, not an object"
+    for key, kind in _RECORD_FIELDS.items():
+        if not isinstance(rec.get(key), kind):
+            return f"field {key!r} missing or of the wrong type"
+    return None
+
+
+def _read_records(path: Path, *, repair: bool = True) -> dict[str, dict[str, Any]]:
+    """Finished records by ``qid``.
+
+    A torn last line (no newline, or not JSON: a run killed mid-write) is ignored, and cut off
+    when ``repair``. Anything else that is not a record is an error, and the file is left as is.
+
+    Raises:
+        InputError: A line other than the last is not a JSON record with a ``qid``.
+    """
     done: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return done
     data = path.read_bytes()
+    lines = data.splitlines(keepends=True)
     good = 0
-    for line in data.splitlines(keepends=True):
-        if not line.endswith(b"\n"):
-            break
+    for lineno, line in enumerate(lines, start=1):
+        last = lineno == len(lines)
         try:
-            rec = json.loads(line)
+            rec = json.loads(line) if line.endswith(b"\n") else None
         except ValueError:
-            break
+            rec = None
+        problem = "not JSON" if rec is None else _record_problem(rec)
+        if problem:
+            if last and rec is None:
+                break
+            raise InputError(
+                f"{path}:{lineno} is not a kbqa record ({problem}); remove that line or start "
+                "over with --overwrite"
+            )
+        assert isinstance(rec, dict)
         done[rec["qid"]] = rec
         good += len(line)
-    if good < len(data):
+    if good < len(data) and repair:
         log.warning("%s: dropping a torn last record (%d bytes)", path, len(data) - good)
         with path.open("r+b") as fh:
             fh.truncate(good)
@@ -265,16 +323,21 @@ def evaluate_questions(
     if max_concurrency < 1:
         raise InputError(f"max_concurrency must be >= 1, got {max_concurrency}")
     d = Path(out_dir)
+    # load (and so validate) index and model before the run directory is created or cleared
+    retriever_for(ctx)
+    chat_model_for(ctx)
     done = prepare_run_dir(d, config or run_config(None, None, ctx), overwrite=overwrite)
     todo = [q for q in questions if q.qid not in done]
     by_example = {example_id(q.qid): q for q in todo}
     wall = graph_s = 0.0
+    if done:
+        log.warning(
+            "resuming %s: %d of %d questions already done, %d to run",
+            d, len(questions) - len(todo), len(questions), len(todo),
+        )  # fmt: skip
     if todo:
-        log.info("%d of %d questions already done in %s", len(done), len(questions), d)
         upload = upload_enabled() if upload is None else upload
         client = langsmith_client(upload)
-        retriever_for(ctx)  # load once, outside the timed loop
-        chat_model_for(ctx)
         if upload:
             examples = push_dataset(dataset_name or d.name, todo, client)
         else:
@@ -304,32 +367,82 @@ def evaluate_questions(
                     "kbqa_version": __version__,
                 },
             )
-        with (d / RECORDS_FILE).open("a", encoding="utf-8") as fh:
-            for row in _progress(results, len(todo), progress):
-                q = by_example[row["example"].id]
-                run = row["run"]
-                rec = make_record(q, run.outputs, run.error, ctx)
-                graph_s += rec["seconds"]
-                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-                fh.flush()
-                done[q.qid] = rec
+        ran = 0
+        finished = False
+        try:
+            with (d / RECORDS_FILE).open("a", encoding="utf-8") as fh:
+                for row in _progress(results, len(todo), progress):
+                    q = by_example[row["example"].id]
+                    run = row["run"]
+                    rec = make_record(q, run.outputs, run.error, ctx)
+                    graph_s += rec["seconds"]
+                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                    fh.flush()
+                    done[q.qid] = rec
+                    ran += 1
+            finished = True
+        finally:
+            if not finished:  # interrupted: keep this session's timing for the resumed run
+                wall = time.perf_counter() - t0
+                _write_summary(d, questions, done, ctx, ran, wall, graph_s, partial=True)
         wall = time.perf_counter() - t0
+    records, summary = _write_summary(d, questions, done, ctx, len(todo), wall, graph_s)
+    return EvalRun(d, records, summary)
+
+
+def _write_summary(
+    d: Path,
+    questions: list[Question],
+    done: dict[str, dict[str, Any]],
+    ctx: Context,
+    ran: int,
+    wall: float,
+    graph_s: float,
+    *,
+    partial: bool = False,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     records = [done[q.qid] for q in questions if q.qid in done]
     summary = summarize(records)
-    summary.update(
-        model=ctx.model,
-        index_dir=ctx.index_dir,
-        peak_rss_mib=peak_rss_mib(),
-        harness={
-            "questions_run_now": len(todo),
-            "questions_resumed": len(questions) - len(todo),
-            "wall_seconds": round(wall, 3),
-            "graph_seconds": round(graph_s, 3),
-            "overhead_ratio": round(wall / graph_s - 1, 4) if graph_s > 0 else None,
-        },
-    )
+    summary.update(model=ctx.model, index_dir=ctx.index_dir)
+    summary.update(_run_fields(d, ran, wall, graph_s))
+    if partial:
+        summary["partial"] = True
     write_json(d / SUMMARY_FILE, summary)
-    return EvalRun(d, records, summary)
+    return records, summary
+
+
+def _run_fields(d: Path, ran: int, wall: float, graph_s: float) -> dict[str, Any]:
+    """Peak memory and harness timing, accumulated over every session of a resumed run.
+
+    A session that ran nothing keeps the stored figures (a re-run of a finished run must not
+    replace the measured peak memory with that of a process that loaded nothing).
+    """
+    stored: dict[str, Any] = {}
+    if (d / SUMMARY_FILE).is_file():
+        try:
+            stored = json.loads((d / SUMMARY_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            stored = {}
+    old = stored.get("harness") or {}
+    if not ran and old:
+        return {k: stored[k] for k in ("peak_rss_mib", "harness") if k in stored}
+    wall_total = float(old.get("wall_seconds", 0.0)) + wall
+    graph_total = float(old.get("graph_seconds", 0.0)) + graph_s
+    return {
+        "peak_rss_mib": max(peak_rss_mib(), float(stored.get("peak_rss_mib") or 0.0)),
+        "harness": {
+            "sessions": int(old.get("sessions", 0)) + 1,
+            "questions_run": int(old.get("questions_run", 0)) + ran,
+            "wall_seconds": round(wall_total, 3),
+            "graph_seconds": round(graph_total, 3),
+            "overhead_ratio": round(wall_total / graph_total - 1, 4) if graph_total > 0 else None,
+            "last_session": {
+                "questions_run": ran,
+                "wall_seconds": round(wall, 3),
+                "graph_seconds": round(graph_s, 3),
+            },
+        },
+    }
 
 
 def _progress(results: Any, total: int, enabled: bool) -> Any:
@@ -357,10 +470,42 @@ def load_run(out_dir: str | Path) -> EvalRun:
     d = Path(out_dir)
     if not (d / RECORDS_FILE).is_file():
         raise InputError(f"{d} is not an eval run directory (no {RECORDS_FILE})")
-    records = list(_read_records(d / RECORDS_FILE).values())
+    records = list(_read_records(d / RECORDS_FILE, repair=False).values())
     summary = summarize(records)  # recomputed, so a newer kbqa re-reads old records
-    summary_path = d / SUMMARY_FILE
-    if summary_path.is_file():
-        stored = json.loads(summary_path.read_text(encoding="utf-8"))
-        summary.update({k: stored[k] for k in RUN_FIELDS if k in stored})
+    stored = _read_json(d / SUMMARY_FILE)
+    if stored:
+        summary.update({k: v for k, v in stored.items() if k in RUN_FIELDS and _valid_field(k, v)})
+        if stored.get("partial") is True:
+            summary["partial"] = True
+    else:  # interrupted before any summary was written
+        context = _read_json(d / CONFIG_FILE).get("context", {})
+        summary.update(model=context.get("model"), index_dir=context.get("index_dir"))
+        summary["partial"] = True
     return EvalRun(d, records, summary)
+
+
+def _valid_field(key: str, value: Any) -> bool:
+    if key == "harness":
+        return isinstance(value, dict) and all(
+            isinstance(value.get(k), (int, float)) for k in ("wall_seconds", "graph_seconds")
+        )
+    if key == "peak_rss_mib":
+        return isinstance(value, (int, float))
+    return isinstance(value, str)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``; {} when missing.
+
+    Raises:
+        InputError: The file exists but is not a JSON object.
+    """
+    if not path.is_file():
+        return {}
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path} is unreadable: {exc}") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{path} is not a JSON object")
+    return obj

@@ -30,7 +30,8 @@ def _median(values: Iterable[float]) -> float | None:
 
 
 def _score(rec: Record, key: str) -> float | None:
-    value = rec.get("scores", {}).get(key)
+    scores = rec.get("scores")
+    value = scores.get(key) if isinstance(scores, dict) else None
     return None if value is None else float(value)
 
 
@@ -66,10 +67,9 @@ def stage_changes(records: list[Record]) -> dict[str, dict[str, int]]:
             out[cur["stage"]]["seen"] += 1
             if (prev["answer"], prev["abstained"]) == (cur["answer"], cur["abstained"]):
                 continue
-            before = max_over_golds(
-                token_f1, prev["answer"], r["gold"], abstained=prev["abstained"]
-            )
-            after = max_over_golds(token_f1, cur["answer"], r["gold"], abstained=cur["abstained"])
+            gold = r.get("gold") or []
+            before = max_over_golds(token_f1, prev["answer"], gold, abstained=prev["abstained"])
+            after = max_over_golds(token_f1, cur["answer"], gold, abstained=cur["abstained"])
             c = out[cur["stage"]]
             c["changed"] += 1
             c["raised" if after > before else "lowered" if after < before else "same_f1"] += 1
@@ -97,8 +97,8 @@ def summarize(records: list[Record]) -> dict[str, Any]:
     question type (classifier), dataset qtype, answerability and language, stage attribution, and
     seconds per question (graph wall time) with the median per node.
     """
-    ans = [r for r in records if r["answerable"]]
-    unans = [r for r in records if not r["answerable"]]
+    ans = [r for r in records if r.get("answerable", True)]
+    unans = [r for r in records if not r.get("answerable", True)]
     s: dict[str, Any] = {
         "questions": len(records),
         "answerable": len(ans),
@@ -111,10 +111,10 @@ def summarize(records: list[Record]) -> dict[str, Any]:
     for k in RECALL_KS:
         s[f"recall@{k}"] = _mean_score(ans, f"recall@{k}")
     s["answer_in_context"] = _mean_score(ans, "answer_in_context")
-    s["abstention_rate_answerable"] = _mean(float(r["abstained"]) for r in ans)
-    s["abstention_rate_unanswerable"] = _mean(float(r["abstained"]) for r in unans)
+    s["abstention_rate_answerable"] = _mean(float(bool(r.get("abstained"))) for r in ans)
+    s["abstention_rate_unanswerable"] = _mean(float(bool(r.get("abstained"))) for r in unans)
     s["errors"] = sum(1 for r in records if "error" in r)
-    secs = [r["seconds"] for r in records]
+    secs = [float(r.get("seconds") or 0.0) for r in records]
     s["seconds_per_question_mean"] = _mean(secs)
     s["seconds_per_question_median"] = _median(secs)
     s["node_seconds_median"] = {n: _median(v) for n, v in node_seconds(records).items()}
@@ -123,7 +123,7 @@ def summarize(records: list[Record]) -> dict[str, Any]:
     s["by_question_type"] = _split(records, lambda r: r.get("question_type"))
     s["by_dataset_qtype"] = _split(records, lambda r: r.get("qtype"))
     s["by_answerable"] = _split(
-        records, lambda r: "answerable" if r["answerable"] else "unanswerable"
+        records, lambda r: "answerable" if r.get("answerable", True) else "unanswerable"
     )
     s["by_language"] = _split(records, lambda r: r.get("language"))
     return s

@@ -152,6 +152,23 @@ def resolve_model(name: str) -> tuple[Path, PromptStyle]:
     )
 
 
+def check_model_name(name: str) -> None:
+    """Fail fast on a model name that cannot load, without loading it.
+
+    Raises:
+        ModelError: Unknown name, a ``.gguf`` path that is not a file, or a bad ``fake/`` name.
+    """
+    if name.startswith("fake/"):
+        from kbqa.llm.fake import ScriptedChatModel
+
+        try:
+            ScriptedChatModel.from_name(name)
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
+    elif name not in MODELS:
+        resolve_model(name)
+
+
 @functools.cache
 def load_chat_model(
     name: str = DEFAULT_MODEL, n_ctx: int = 4096, n_threads: int = 0

@@ -15,6 +15,8 @@ client that is told the server's capabilities up front, so no socket is opened. 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
 import os
@@ -350,7 +352,10 @@ def evaluate_questions(
                 return run_question(inputs["question"], ctx)
 
         t0 = time.perf_counter()
-        with warnings.catch_warnings():
+        # a local run has no experiment to link to: hide langsmith's "Starting evaluation of
+        # experiment: <random name>" line
+        quiet = contextlib.nullcontext() if upload else contextlib.redirect_stdout(io.StringIO())
+        with warnings.catch_warnings(), quiet:
             warnings.filterwarnings("ignore", message="'upload_runs' parameter is in beta")
             results = evaluate(
                 target,

@@ -99,8 +99,16 @@ def test_run_with_other_settings_is_refused(
 def test_killed_eval_resumes(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
     """SIGTERM a real `kbqa eval` process mid-run, re-run it, check nothing is recomputed."""
     run_dir = tmp_path / "run"
+    many = tmp_path / "many.jsonl"  # enough questions that draining them would show
+    many.write_text(
+        "".join(
+            json.dumps({"qid": f"{i}", "question": f"প্রশ্ন {i}?", "answers": ["x"]}) + "\n"
+            for i in range(40)
+        )
+    )
+    qa_file = many
     cmd = [sys.executable, "-m", "kbqa.cli", "eval", str(qa_file), "--index", str(tiny_index),
-           "--embedder", "fake/hash", "--model", "fake/slow:0.4", "--out", str(run_dir),
+           "--embedder", "fake/hash", "--model", "fake/slow:0.2", "--out", str(run_dir),
            "--no-report"]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
@@ -111,16 +119,20 @@ def test_killed_eval_resumes(tiny_index: Path, qa_file: Path, tmp_path: Path) ->
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
+    t0 = time.monotonic()
     _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - t0 < 5, "exits at once, without running the queued questions"
+    assert proc.returncode == 128 + signal.SIGTERM
     first_err = err.decode()
     done = len(records.read_text().splitlines())
-    assert 2 <= done < len(QUESTIONS), "killed mid-run"
+    assert 2 <= done < 40, "killed mid-run"
+    assert json.loads((run_dir / "summary.json").read_text())["partial"] is True
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, check=True)
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["harness"]["last_session"]["questions_run"] == len(QUESTIONS) - done, out
-    assert summary["harness"]["questions_run"] == len(QUESTIONS)
+    assert summary["harness"]["last_session"]["questions_run"] == 40 - done, out
+    assert summary["harness"]["questions_run"] == 40 and "partial" not in summary
     assert "interrupted:" in first_err and "run the same command again to resume" in first_err
-    assert len(records.read_text().splitlines()) == len(QUESTIONS)
+    assert len(records.read_text().splitlines()) == 40
 
 
 def test_no_socket_without_langsmith_key(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -355,7 +356,7 @@ def eval_run(
             typer.echo(f"report: {path}")
     except (KBQAError, ValueError, OSError) as exc:
         _fail(str(exc))
-    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM (see main)
+    except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, or SIGTERM (see main)
         records = Path(run_dir) / "records.jsonl"
         if records.is_file():
             with records.open("rb") as fh:
@@ -365,7 +366,13 @@ def eval_run(
                 "run the same command again to resume",
                 err=True,
             )
-        raise
+        flush_traces()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Exit now: langsmith.evaluate's worker thread would otherwise go on through the
+        # remaining questions (unrecorded) before the interpreter could exit. Every record is
+        # already flushed and the partial summary written.
+        os._exit(exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 130)
     finally:
         flush_traces()
     typer.echo(format_summary(run.summary))

@@ -1,0 +1,180 @@
+"""The BFS crawler against a small website served on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from kbqa.corpus.crawl import CrawlConfig, crawl, normalize_url
+from kbqa.errors import InputError
+
+TEXT = "This page has enough words to count as main text for the extractor. " * 6
+
+
+def page(title: str, links: list[str], body: str = TEXT) -> str:
+    anchors = "".join(f'<li><a href="{h}">{h}</a></li>' for h in links)
+    return (
+        f"<html><head><title>{title}</title></head><body><nav><ul>{anchors}</ul></nav>"
+        f"<article><h1>{title}</h1><p>{body}</p></article></body></html>"
+    )
+
+
+ROOT_LINKS = [
+    "/a", "/a#section", "/a?utm_source=mail", "/b/", "mailto:x@example.org", "javascript:void(0)",
+    "tel:+100", "http://other.example/x", "/doc.pdf", "/big", "/latin1", "/meta-cp1251",
+    "/redir-off", "/redir-in", "/private/p", "/cal?d=0", "/missing",
+]  # fmt: skip
+
+
+class Site(BaseHTTPRequestHandler):
+    hits: ClassVar[Counter[str]] = Counter()
+
+    def _send(self, status: int, body: bytes, ctype: str = "text/html; charset=utf-8",
+              headers: dict[str, str] | None = None) -> None:  # fmt: skip
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        self.hits[self.path] += 1
+        path = self.path
+        if path == "/robots.txt":
+            self._send(200, b"User-agent: *\nDisallow: /private\n", "text/plain")
+        elif path == "/":
+            self._send(200, page("Home", ROOT_LINKS).encode())
+        elif path in ("/a", "/b"):
+            self._send(200, page(f"Page {path}", ["/", "/a", "/b/"]).encode())
+        elif path == "/b/":
+            self._send(301, b"", headers={"Location": "/b"})
+        elif path == "/doc.pdf":
+            self._send(200, b"%PDF-1.4 ...", "application/pdf")
+        elif path == "/big":
+            self._send(200, page("Big", [], "x " * 600_000).encode())
+        elif path == "/latin1":
+            self._send(200, page("Latin", [], "Crème brûlée " * 30).encode("cp1252"),
+                       "text/html; charset=windows-1252")  # fmt: skip
+        elif path == "/meta-cp1251":
+            html = page("Кириллица", [], "Привет мир, это страница " * 20).replace(
+                "<head>", '<head><meta charset="windows-1251">'
+            )
+            self._send(200, html.encode("cp1251"), "text/html")
+        elif path == "/redir-off":
+            self._send(302, b"", headers={"Location": "http://other.example/"})
+        elif path == "/redir-in":
+            self._send(301, b"", headers={"Location": "/a"})
+        elif path.startswith("/cal?d="):
+            d = int(path.split("=")[1])
+            self._send(200, page(f"Day {d}", [f"/cal?d={d + 1}"]).encode())
+        else:
+            self._send(404, b"not found", "text/plain")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def site() -> Iterator[tuple[str, Counter[str]]]:
+    hits: Counter[str] = Counter()
+    handler = type("Handler", (Site,), {"hits": hits})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/", hits
+    finally:
+        server.shutdown()
+
+
+FAST = CrawlConfig(max_pages=50, max_depth=3, delay=0.0, max_bytes=500_000, timeout=5)
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_crawl_stays_on_host_and_fetches_each_url_once(
+    site: tuple[str, Counter[str]], tmp_path: Path
+) -> None:
+    start, hits = site
+    out = tmp_path / "corpus.jsonl"
+    report = crawl(start, out, FAST, progress=False)
+    recs = records(out)
+    urls = [r["final_url"] for r in recs]
+    assert len(urls) == len(set(urls)) == report.pages
+    assert all(u.startswith(start.rstrip("/")) for u in urls)
+    assert {r["title"] for r in recs} >= {"Home", "Page /a", "Page /b", "Day 0", "Day 2"}
+    assert max(hits.values()) == 1, hits  # no path requested twice (robots.txt included)
+    assert "Day 3" not in {r["title"] for r in recs}, "the calendar trap stops at max_depth"
+    assert report.skipped["not HTML (application/pdf)"] == 1
+    assert report.skipped["larger than max_bytes"] == 1
+    assert report.skipped["redirect off the allowed hosts"] == 1
+    assert report.skipped["disallowed by robots.txt"] == 1
+    assert report.skipped["HTTP 404"] == 1
+    assert report.skipped["redirect to a page already seen"] == 1  # /redir-in -> /a
+    assert "/private/p" not in hits and "http://other.example" not in str(hits)
+    by_title = {r["title"]: r for r in recs}
+    assert "Crème brûlée" in by_title["Latin"]["text"]
+    assert "Привет мир" in by_title["Кириллица"]["text"]
+    assert recs[0]["doc_id"] == recs[0]["final_url"] and recs[0]["depth"] == 0
+
+
+def test_crawl_resumes_the_frontier(site: tuple[str, Counter[str]], tmp_path: Path) -> None:
+    start, hits = site
+    out = tmp_path / "corpus.jsonl"
+    first = crawl(start, out, CrawlConfig(max_pages=3, delay=0.0), progress=False)
+    assert first.pages == 3 and first.frontier_left > 0
+    second = crawl(start, out, CrawlConfig(max_pages=6, delay=0.0), progress=False)
+    assert second.resumed_pages == 3 and second.pages == 3
+    urls = [r["final_url"] for r in records(out)]
+    assert len(urls) == len(set(urls)) == 6
+    del hits["/robots.txt"]  # read again by the second run
+    assert max(hits.values()) == 1
+
+
+def test_crawl_refuses_a_foreign_output(site: tuple[str, Counter[str]], tmp_path: Path) -> None:
+    start, _ = site
+    out = tmp_path / "corpus.jsonl"
+    out.write_text('{"doc_id": "mine"}\n')
+    with pytest.raises(InputError, match="has no crawl state"):
+        crawl(start, out, FAST, progress=False)
+    assert out.read_text() == '{"doc_id": "mine"}\n'
+
+
+def test_start_url_that_does_not_answer(tmp_path: Path) -> None:
+    out = tmp_path / "corpus.jsonl"
+    with pytest.raises(InputError, match=r"no page saved .*network error"):
+        crawl("http://127.0.0.1:9/", out, CrawlConfig(timeout=2, delay=0), progress=False)
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("HTTP://Example.COM:80/a/b/?utm_source=x&id=3#frag", "http://example.com/a/b/?id=3"),
+        ("http://example.com/a/b/", "http://example.com/a/b"),
+        ("https://example.com:443/", "https://example.com/"),
+        ("mailto:x@example.org", None),
+        ("javascript:void(0)", None),
+        ("tel:+100", None),
+        ("/rel/page#x", "http://h.org/rel/page"),
+    ],
+)
+def test_normalize_url(url: str, expected: str | None) -> None:
+    assert normalize_url(url, base="http://h.org/start") == expected
+
+
+def test_bad_config() -> None:
+    with pytest.raises(ValueError, match="max_pages must be > 0"):
+        CrawlConfig(max_pages=0)
+    with pytest.raises(InputError, match="not an http"):
+        crawl("ftp://x.org/", "/tmp/never.jsonl", progress=False)

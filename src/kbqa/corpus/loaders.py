@@ -40,8 +40,9 @@ def load_documents(
     """Yield the documents of a knowledge base.
 
     Args:
-        path: A ``.jsonl`` file or a folder holding ``.txt`` / ``.md`` / ``.html`` files
-            (searched recursively; HTML is converted to text with trafilatura).
+        path: A ``.jsonl`` file, a MediaWiki XML dump (``.xml`` / ``.xml.bz2``, see
+            :mod:`kbqa.corpus.wikidump`), or a folder holding ``.txt`` / ``.md`` / ``.html``
+            files (searched recursively; HTML is converted to text with trafilatura).
         skip_bad_lines: For JSON Lines, log and skip a malformed line instead of raising.
         skipped: When given, the message of each skipped line is appended to it.
 
@@ -57,6 +58,10 @@ def load_documents(
         raise InputError(f"knowledge base not found: {p}")
     if p.is_dir():
         yield from _load_folder(p)
+    elif p.name.lower().endswith((".xml", ".xml.bz2")):
+        from kbqa.corpus.wikidump import iter_dump
+
+        yield from iter_dump(p)
     elif p.suffix.lower() in (".jsonl", ".json", ".ndjson"):
         yield from _load_jsonl(p, skip_bad_lines=skip_bad_lines, skipped=skipped)
     elif p.suffix.lower() in FOLDER_SUFFIXES:
@@ -64,7 +69,8 @@ def load_documents(
     else:
         raise InputError(
             f"{p}: unsupported knowledge-base format {p.suffix!r}; "
-            "give a .jsonl file or a folder of .txt/.md/.html files"
+            "give a .jsonl file, a MediaWiki .xml/.xml.bz2 dump or a folder of .txt/.md/.html "
+            "files"
         )
 
 

@@ -178,3 +178,21 @@ def test_bad_config() -> None:
         CrawlConfig(max_pages=0)
     with pytest.raises(InputError, match="not an http"):
         crawl("ftp://x.org/", "/tmp/never.jsonl", progress=False)
+
+
+def test_crawl_command(site: tuple[str, Counter[str]], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from kbqa.cli import app
+
+    start, _ = site
+    out = tmp_path / "c.jsonl"
+    res = CliRunner().invoke(app, ["crawl", start, "--out", str(out), "--max-pages", "4",
+                                   "--delay", "0", "--max-bytes", "500000"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "pages          4" in res.output and "pages/s" in res.output
+    assert len(records(out)) == 4
+    res = CliRunner().invoke(app, ["crawl", "not a url", "--out", str(tmp_path / "x.jsonl")])
+    assert res.exit_code == 2 and "not an http(s) URL" in res.output
+    res = CliRunner().invoke(app, ["crawl", start, "--out", str(out), "--max-pages", "0"])
+    assert res.exit_code == 2 and "max_pages must be > 0" in res.output

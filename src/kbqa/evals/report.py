@@ -147,8 +147,8 @@ def _plots(
         rows = extra.get(key)
         if not rows:
             continue
-        fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.4))
-        names = [r["name"] for r in rows]
+        fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.4))
+        names = [r["name"].split(" (")[0] if len(r["name"]) > 28 else r["name"] for r in rows]
         ax.barh(names, [r.get("token_f1") or 0 for r in rows], color="#4C72B0", label="token F1")
         ax.barh(
             names,

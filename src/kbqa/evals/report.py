@@ -284,9 +284,11 @@ def write_report(
                 "name",
                 "token_f1",
                 "exact_match",
+                "recall@1",
                 "recall@3",
                 "answer_in_context",
                 "abstention_rate_answerable",
+                "abstention_rate_unanswerable",
             ]
             if key == "models":
                 cols += ["seconds_per_question_median", "peak_rss_mib"]

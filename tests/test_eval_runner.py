@@ -387,3 +387,14 @@ def test_question_file_checks(tmp_path: Path) -> None:
     p = tmp_path / "QA.csv"
     p.write_text("Question,Answer\nx?,y\n")
     assert load_questions(p)[0].answers == ["y"], "CSV headers are case-insensitive"
+
+
+def test_a_rebuilt_index_is_not_resumed_into(kb_file: Path, qa_file: Path, tmp_path: Path) -> None:
+    idx, run_dir = tmp_path / "idx", tmp_path / "run"
+    assert cli("index", str(kb_file), "--out", str(idx), "--embedder", "fake/hash")[0] == 0
+    assert fake_eval(qa_file, idx, run_dir, "--model", "fake/abstain", "--limit", "2")[0] == 0
+    manifest = json.loads((idx / "manifest.json").read_text())
+    manifest["created"] = "2099-01-01T00:00:00Z"  # as if rebuilt
+    (idx / "manifest.json").write_text(json.dumps(manifest))
+    code, text = fake_eval(qa_file, idx, run_dir, "--model", "fake/abstain", "--limit", "2")
+    assert code == 2 and "index.created" in text

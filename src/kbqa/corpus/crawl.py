@@ -34,6 +34,7 @@ from urllib.robotparser import RobotFileParser
 import httpx
 
 from kbqa import __version__
+from kbqa.corpus.loaders import html_to_text
 from kbqa.errors import InputError
 
 log = logging.getLogger("kbqa.crawl")
@@ -303,15 +304,6 @@ def decode_html(body: bytes, charset: str | None) -> str:
     return text if isinstance(text, str) else text.decode("utf-8", errors="replace")
 
 
-def extract(html: str) -> tuple[str, str]:
-    """``(title, main text)`` of a page, with trafilatura favouring recall."""
-    import trafilatura
-
-    text = trafilatura.extract(html, favor_recall=True, include_comments=False) or ""
-    meta = trafilatura.extract_metadata(html)
-    return (meta.title if meta is not None and meta.title else ""), text
-
-
 def _state_path(out: Path) -> Path:
     return out.with_name(out.name + STATE_SUFFIX)
 
@@ -405,7 +397,7 @@ def crawl(
                     frontier.appendleft(item)  # not saved: keep it for a later run
                     break
                 html = decode_html(body, charset)
-                title, text = extract(html)
+                title, text = html_to_text(html)
                 if depth < cfg.max_depth:
                     for link in crawler.links(html, final):
                         if link not in seen:

@@ -188,15 +188,17 @@ def _load_file(f: Path, root: Path) -> Document:
 
 
 def _html_to_text(data: bytes) -> tuple[str, str]:
-    """Main text and title of an HTML page, extracted with trafilatura (favouring recall).
-
-    The bytes are decoded by trafilatura, which honours a byte-order mark and the page's declared
-    charset.
-    """
-    import trafilatura
+    """Title and main text of HTML bytes, decoded by trafilatura (which honours a byte-order
+    mark and the page's declared charset)."""
     from trafilatura.utils import decode_file
 
-    html = decode_file(data)
+    return html_to_text(decode_file(data))
+
+
+def html_to_text(html: str) -> tuple[str, str]:
+    """Title and main text of an HTML page, extracted with trafilatura (favouring recall)."""
+    import trafilatura
+
     text = trafilatura.extract(html, favor_recall=True, include_comments=False) or ""
     meta = trafilatura.extract_metadata(html)
     title = (meta.title if meta is not None else None) or ""

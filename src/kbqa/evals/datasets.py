@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import hashlib
 import random
 import uuid
 from dataclasses import asdict, dataclass
@@ -154,15 +153,6 @@ def select(
     if sample is not None and sample < len(questions):
         questions = random.Random(seed).sample(questions, sample)
     return questions[:limit] if limit is not None else questions
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def example_id(qid: str) -> uuid.UUID:

@@ -20,7 +20,6 @@ import io
 import json
 import logging
 import os
-import resource
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -35,6 +34,7 @@ from kbqa.evals.evaluators import RECALL_KS, default_evaluators, score_all
 from kbqa.evals.summary import summarize
 from kbqa.evals.tracing import langsmith_client, upload_enabled
 from kbqa.resources import chat_model_for, retriever_for
+from kbqa.retrieval.index import peak_rss_mib
 
 log = logging.getLogger("kbqa.evals")
 
@@ -43,11 +43,6 @@ RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.json"
 RUN_FIELDS = ("model", "index_dir", "peak_rss_mib", "harness")
 """Summary fields measured during a run rather than derived from its records."""
-
-
-def peak_rss_mib() -> float:
-    """Peak resident memory of this process so far, in MiB (Linux ``ru_maxrss`` is KiB)."""
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def run_question(question: str, ctx: Context) -> dict[str, Any]:
@@ -451,7 +446,7 @@ def _run_fields(d: Path, ran: int, wall: float, graph_s: float) -> dict[str, Any
     wall_total = float(old.get("wall_seconds", 0.0)) + wall
     graph_total = float(old.get("graph_seconds", 0.0)) + graph_s
     return {
-        "peak_rss_mib": max(peak_rss_mib(), float(stored.get("peak_rss_mib") or 0.0)),
+        "peak_rss_mib": max(round(peak_rss_mib(), 1), float(stored.get("peak_rss_mib") or 0.0)),
         "harness": {
             "sessions": int(old.get("sessions", 0)) + 1,
             "questions_run": int(old.get("questions_run", 0)) + ran,

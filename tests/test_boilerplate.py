@@ -88,6 +88,17 @@ def test_index_strategies(tmp_path: Path) -> None:
     assert FOOTER not in texts["coverage"] and f"Related to page 3: {NAV}" in texts["coverage"]
     assert f"\n{NAV}\n" not in f"\n{texts['precision']}\n" and LANGS not in texts["precision"]
     assert "Unique content of page 7 about topic 7." in texts["precision"]
+    both = tmp_path / "both"
+    res = CliRunner().invoke(app, ["index", str(kb), "--out", str(both), "--embedder",
+                                   "fake/hash", "--strategy", "both"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert f"precision (1000/150 characters): 10 chunks in {both / 'precision'}" in res.output
+    for strategy in ("coverage", "precision"):  # the same sub-indexes as built one at a time
+        chunks = [json.loads(x) for x in (both / strategy / "chunks.jsonl").read_text().splitlines()]
+        assert "\n".join(c["text"] for c in chunks) == texts[strategy]
     res = CliRunner().invoke(app, ["index", str(kb), "--out", str(tmp_path / "x"),
-                                   "--strategy", "both"])  # fmt: skip
-    assert res.exit_code == 2 and "unknown strategy 'both'" in res.output
+                                   "--strategy", "all"])  # fmt: skip
+    assert res.exit_code == 2 and "unknown strategy 'all'" in res.output and "or both" in res.output
+    res = CliRunner().invoke(app, ["index", str(kb), "--out", str(tmp_path / "x"),
+                                   "--strategy", "both", "--chunk-size", "500"])  # fmt: skip
+    assert res.exit_code == 2 and "not with --strategy both" in res.output

@@ -4,13 +4,20 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import DOCS
 
 from kbqa.corpus.loaders import Document
 from kbqa.errors import IndexLoadError, InputError
 from kbqa.retrieval.embedders import HashEmbedder
-from kbqa.retrieval.index import build_index, load_index
+from kbqa.retrieval.index import (
+    StrategyInput,
+    build_index,
+    build_indexes,
+    dense_text,
+    load_index,
+)
 
 
 class ExplodingEmbedder(HashEmbedder):
@@ -149,3 +156,75 @@ def test_changed_knowledge_base_does_not_reuse_the_cache(tmp_path: Path) -> None
     counting = CountingEmbedder()
     report = build_index(other, tmp_path / "idx", counting, progress=False)
     assert report.resumed_chunks == 0 and counting.batches == 1
+
+
+def _parts(docs: list[Document]) -> dict[str, StrategyInput]:
+    return {
+        "coverage": StrategyInput(docs, 800, 150),
+        "precision": StrategyInput(docs, 1000, 150),
+    }
+
+
+def test_both_strategies_embed_each_distinct_text_once(tmp_path: Path) -> None:
+    long = Document("long", "Long", " ".join(f"sentence {i} is here." for i in range(120)))
+    docs = [*DOCS, long]  # the short documents chunk identically both ways
+    emb = CountingTextsEmbedder()
+    report = build_indexes(_parts(docs), tmp_path / "idx", emb, progress=False)
+    cov = load_index(tmp_path / "idx")
+    prec = load_index(tmp_path / "idx", strategy="precision")
+    assert cov.manifest["chunking"]["strategy"] == "coverage"
+    assert prec.manifest["chunking"] == {"strategy": "precision", "size": 1000, "overlap": 150}
+    assert len(prec.chunks) < len(cov.chunks)
+    texts = {dense_text(c) for c in cov.chunks} | {dense_text(c) for c in prec.chunks}
+    assert sorted(emb.seen) == sorted(texts)  # each distinct text embedded exactly once
+    assert report.distinct_texts == report.embedded_chunks == len(texts)
+    assert report.chunks == len(cov.chunks) + len(prec.chunks) > len(texts)
+    # the precision sub-index's vectors are the right ones, not shifted
+    for i, c in enumerate(prec.chunks):
+        expected = HashEmbedder().embed_passages([dense_text(c)])[0]
+        assert np.allclose(prec.dense.reconstruct(i), expected)
+    top = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    assert top["default"] == "coverage" and set(top["indexes"]) == {"coverage", "precision"}
+    with pytest.raises(IndexLoadError, match="no 'fancy' index; it holds coverage, precision"):
+        load_index(tmp_path / "idx", strategy="fancy")
+
+
+def test_a_single_index_refuses_another_strategy(tiny_index: Path) -> None:
+    assert load_index(tiny_index, strategy="coverage").chunks
+    with pytest.raises(IndexLoadError, match="is a coverage index, not precision"):
+        load_index(tiny_index, strategy="precision")
+
+
+def test_rebuild_reuses_vectors_of_unchanged_texts(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    build_index(DOCS, out, HashEmbedder(), progress=False)
+    emb = CountingTextsEmbedder()
+    changed = [*DOCS[:-1], Document("new", "", "A brand new page about otters.")]
+    report = build_indexes(_parts(changed), out, emb, progress=False)
+    assert emb.seen == ["A brand new page about otters."]
+    assert report.reused_chunks == report.distinct_texts - 1
+    again = CountingTextsEmbedder()
+    build_index(changed, out, again, progress=False, reuse=False)
+    assert len(again.seen) == len(load_index(out).chunks)
+    other = CountingTextsEmbedder()
+    other.id = "fake/other"
+    build_index(changed, out, other, progress=False)  # another embedder reuses nothing
+    assert len(other.seen) == len(load_index(out).chunks)
+
+
+def test_both_names_the_strategy_left_empty(tmp_path: Path) -> None:
+    parts = _parts(DOCS)
+    parts["precision"] = StrategyInput([Document("a", "", " "), Document("b", "", "")])
+    with pytest.raises(InputError, match=r"\(precision\): no text to index \(2 documents"):
+        build_indexes(parts, tmp_path / "idx", HashEmbedder(), progress=False)
+    assert not (tmp_path / "idx").exists()
+
+
+class CountingTextsEmbedder(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def embed_passages(self, texts: list[str]):  # type: ignore[no-untyped-def]
+        self.seen.extend(texts)
+        return super().embed_passages(texts)

@@ -18,7 +18,10 @@ from typer.core import TyperGroup
 from kbqa.errors import KBQAError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from kbqa.context import Context
+    from kbqa.corpus.loaders import Document
 
 app = typer.Typer(
     add_completion=False,
@@ -67,8 +70,9 @@ def index(
     strategy: Annotated[
         str,
         typer.Option(
-            help="coverage (light cleaning, 800-char chunks) or precision (every recurring "
-            "block removed, 1000-char chunks)."
+            help="coverage (light cleaning, 800-char chunks), precision (every recurring "
+            "block removed, 1000-char chunks) or both (one directory holding the two, each "
+            "distinct chunk text embedded once; coverage is the one opened by default)."
         ),
     ] = "coverage",
     chunk_size: Annotated[
@@ -78,56 +82,91 @@ def index(
         int | None, typer.Option(help="Chunk overlap in characters (default: the strategy's).")
     ] = None,
     skip_bad_lines: Annotated[bool, typer.Option(help="Skip malformed JSONL lines.")] = False,
+    reuse: Annotated[
+        bool,
+        typer.Option(
+            help="Reuse the vectors of chunk texts the index being replaced already holds."
+        ),
+    ] = True,
 ) -> None:
     """Clean and chunk a knowledge base and build its BM25 + dense index."""
     from tqdm.contrib.logging import logging_redirect_tqdm
 
+    from kbqa.corpus.boilerplate import BoilerplateModel
     from kbqa.corpus.loaders import load_documents
-    from kbqa.corpus.strategies import clean_documents, get_strategy
+    from kbqa.corpus.strategies import STRATEGIES, clean_documents, get_strategy
     from kbqa.retrieval.embedders import load_embedder
-    from kbqa.retrieval.index import build_index
+    from kbqa.retrieval.index import StrategyInput, build_index, build_indexes
 
     try:
-        strat = get_strategy(strategy)
+        strats = list(STRATEGIES.values()) if strategy == "both" else [get_strategy(strategy)]
     except ValueError as exc:
-        _fail(str(exc))
-    chunk_size = strat.chunk_size if chunk_size is None else chunk_size
-    chunk_overlap = strat.chunk_overlap if chunk_overlap is None else chunk_overlap
+        _fail(f"{exc} or both")
+    if len(strats) > 1 and (chunk_size is not None or chunk_overlap is not None):
+        _fail("--chunk-size/--chunk-overlap set one strategy's chunking; not with --strategy both")
+    sizes = {
+        s.name: (
+            s.chunk_size if chunk_size is None else chunk_size,
+            s.chunk_overlap if chunk_overlap is None else chunk_overlap,
+        )
+        for s in strats
+    }
     try:
-        if chunk_size <= 0 or not 0 <= chunk_overlap < chunk_size:
-            _fail(
-                "need chunk_size > 0 and 0 <= chunk_overlap < chunk_size, "
-                f"got {chunk_size}/{chunk_overlap}"
-            )
+        for size, overlap in sizes.values():
+            if size <= 0 or not 0 <= overlap < size:
+                _fail(
+                    f"need chunk_size > 0 and 0 <= chunk_overlap < chunk_size, got {size}/{overlap}"
+                )
         t0 = time.perf_counter()
         emb = load_embedder(embedder)
         skipped: list[str] = []
-        docs, boilerplate = clean_documents(
-            lambda: load_documents(kb, skip_bad_lines=skip_bad_lines, skipped=skipped), strat
-        )
+
+        def read() -> Iterator[Document]:
+            return load_documents(kb, skip_bad_lines=skip_bad_lines, skipped=skipped)
+
+        boilerplate = BoilerplateModel.fit(read())
+        parts = {
+            s.name: StrategyInput(clean_documents(read, s, boilerplate)[0], *sizes[s.name])
+            for s in strats
+        }
         with logging_redirect_tqdm():
-            report = build_index(
-                docs,
-                out,
-                emb,
-                source=kb,
-                chunk_size=chunk_size,
-                chunk_overlap=chunk_overlap,
-                strategy=strat.name,
-            )
+            if len(strats) == 1:
+                ((name, part),) = parts.items()
+                report = build_index(
+                    part.documents,
+                    out,
+                    emb,
+                    source=kb,
+                    chunk_size=part.chunk_size,
+                    chunk_overlap=part.chunk_overlap,
+                    strategy=name,
+                    reuse=reuse,
+                )
+            else:
+                report = build_indexes(parts, out, emb, source=kb, reuse=reuse)
     except KBQAError as exc:
         _fail(str(exc))
     typer.echo(f"index written to {out}")
-    typer.echo(f"documents      {report.documents}")
-    if skipped:  # both passes skip the same lines
+    typer.echo(f"documents      {report.documents // len(strats)}")
+    if skipped:  # every pass skips the same lines
         typer.echo(f"skipped        {len(set(skipped))} bad lines (first: {skipped[0]})")
     rows = boilerplate.report(5)
-    typer.echo(f"strategy       {strat.name} ({chunk_size}/{chunk_overlap} characters)")
     n_blocks = sum(len(b) for b in boilerplate.blocks.values())
     typer.echo(f"recurring      {n_blocks} blocks learned" + (", most widespread:" if rows else ""))
     for site, block, n, total in rows:
         typer.echo(f"  {n}/{total} pages{' of ' + site if site else ''}: {block[:80]!r}")
-    typer.echo(f"chunks         {report.chunks}")
+    for name, counts in report.per_strategy.items():
+        size, overlap = sizes[name]
+        where = f" in {out / name}" if len(strats) > 1 else ""
+        typer.echo(
+            f"strategy       {name} ({size}/{overlap} characters): {counts['chunks']} chunks{where}"
+        )
+    typer.echo(
+        f"embedded       {report.embedded_chunks} of {report.distinct_texts} distinct chunk "
+        f"texts ({report.chunks} chunks)"
+    )
+    if report.reused_chunks:
+        typer.echo(f"reused         {report.reused_chunks} vectors from the index replaced")
     if report.resumed_chunks:
         typer.echo(
             f"resumed        {report.resumed_chunks} chunks embedded by an interrupted build"

@@ -28,7 +28,7 @@ class Strategy:
     chunk_overlap: int
 
 
-STRATEGIES = {
+STRATEGIES = {  # the first is the primary pipeline, the default of a `both` index
     "coverage": Strategy("coverage", 800, 150),
     "precision": Strategy("precision", 1000, 150),
 }
@@ -47,7 +47,9 @@ def get_strategy(name: str) -> Strategy:
 
 
 def clean_documents(
-    documents: Callable[[], Iterable[Document]], strategy: Strategy
+    documents: Callable[[], Iterable[Document]],
+    strategy: Strategy,
+    model: BoilerplateModel | None = None,
 ) -> tuple[Iterator[Document], BoilerplateModel]:
     """Learn the recurring blocks from one pass over ``documents()``, then yield the documents
     of a second pass cleaned by ``strategy``.
@@ -56,10 +58,13 @@ def clean_documents(
         documents: Returns a fresh iterable of the knowledge base each time it is called (the
             corpus is read twice rather than held in memory).
         strategy: ``coverage`` or ``precision``.
+        model: Recurring blocks already learned from the same corpus (building both
+            strategies learns them once); the first pass is then skipped.
 
     Returns:
         The cleaned documents (lazily) and the learned model, for reporting.
     """
-    model = BoilerplateModel.fit(documents())
+    if model is None:
+        model = BoilerplateModel.fit(documents())
     clean = model.precision_clean if strategy.name == "precision" else model.coverage_clean
     return (replace(doc, text=clean(doc)) for doc in documents()), model

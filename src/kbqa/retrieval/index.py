@@ -47,13 +47,32 @@ log = logging.getLogger("kbqa.index")
 
 @dataclass
 class BuildReport:
-    """What ``build_index`` did: counts, seconds per stage and peak resident memory (MiB)."""
+    """What a build did: counts, seconds per stage and peak resident memory (MiB).
+
+    ``documents`` and ``chunks`` add up over the strategies built; ``per_strategy`` has each
+    one's. ``distinct_texts`` is how many different chunk texts there were, ``reused_chunks``
+    how many of them took their vector from the index being replaced, ``resumed_chunks`` how
+    many from an interrupted build's cache, ``embedded_chunks`` how many were embedded now.
+    """
 
     documents: int = 0
     chunks: int = 0
     stage_seconds: dict[str, float] = field(default_factory=dict)
     peak_rss_mib: float = 0.0
     resumed_chunks: int = 0
+    reused_chunks: int = 0
+    distinct_texts: int = 0
+    embedded_chunks: int = 0
+    per_strategy: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+@dataclass
+class StrategyInput:
+    """One sub-index of :func:`build_indexes`: cleaned documents and their chunking."""
+
+    documents: Iterable[Document]
+    chunk_size: int = CHUNK_SIZE
+    chunk_overlap: int = CHUNK_OVERLAP
 
 
 @dataclass
@@ -113,6 +132,7 @@ def build_index(
     chunk_overlap: int = CHUNK_OVERLAP,
     strategy: str = "coverage",
     progress: bool = True,
+    reuse: bool = True,
 ) -> BuildReport:
     """Chunk documents, build the BM25 and dense indexes, and write them atomically to ``out``.
 
@@ -127,6 +147,8 @@ def build_index(
         strategy: Name of the preprocessing strategy the documents went through (recorded in
             the manifest; see :mod:`kbqa.corpus.strategies`).
         progress: Show tqdm progress bars.
+        reuse: Take the vector of every chunk text the index being replaced already holds
+            (same embedder) instead of embedding it again.
 
     Returns:
         A :class:`BuildReport`.
@@ -135,6 +157,61 @@ def build_index(
         InputError: The knowledge base yields no text, or a loader error.
         KBQAError: ``out`` exists and is not a kbqa index.
     """
+    return _build(
+        {strategy: StrategyInput(documents, chunk_size, chunk_overlap)},
+        out,
+        embedder,
+        source=source,
+        progress=progress,
+        reuse=reuse,
+        multi=False,
+    )
+
+
+def build_indexes(
+    parts: dict[str, StrategyInput],
+    out: str | Path,
+    embedder: Embedder,
+    *,
+    source: str | Path | None = None,
+    progress: bool = True,
+    reuse: bool = True,
+) -> BuildReport:
+    """Build one sub-index per strategy into one directory, embedding each distinct chunk text
+    once (``kbqa index --strategy both``; HybridRAG-BN's coverage and precision pipelines).
+
+    Layout::
+
+        <out>/manifest.json   "indexes": {name: counts and chunking}, "default": first name
+        <out>/<name>/         a complete index (see the module docstring) per strategy
+
+    :func:`load_index` on ``<out>`` opens the default (first) one, ``strategy=name`` another.
+
+    Args:
+        parts: Strategy name to its cleaned documents and chunking, primary first.
+        out, embedder, source, progress, reuse: As in :func:`build_index`.
+
+    Raises:
+        InputError: A strategy yields no text, a bad strategy name, or a loader error.
+    """
+    if not parts:
+        raise InputError("build_indexes needs at least one strategy")
+    for name in parts:
+        if not name or name in (BM25_DIR, MANIFEST, CHUNKS, DENSE) or "/" in name or "." in name:
+            raise InputError(f"{name!r} cannot name a sub-index")
+    return _build(parts, out, embedder, source=source, progress=progress, reuse=reuse, multi=True)
+
+
+def _build(
+    parts: dict[str, StrategyInput],
+    out: str | Path,
+    embedder: Embedder,
+    *,
+    source: str | Path | None,
+    progress: bool,
+    reuse: bool,
+    multi: bool,
+) -> BuildReport:
     import bm25s
     import faiss
     from tqdm import tqdm
@@ -147,30 +224,17 @@ def build_index(
         raise InputError(f"the index {out} cannot be written inside the knowledge base {source}")
     report = BuildReport()
     t0 = time.perf_counter()
-    chunks: list[Chunk] = []
-    seen_ids: set[str] = set()
-    for doc in tqdm(documents, desc="chunk", unit="doc", disable=not progress):
-        if doc.doc_id in seen_ids:
-            log.warning("duplicate doc_id %r: its chunks are kept under the same id", doc.doc_id)
-        seen_ids.add(doc.doc_id)
-        report.documents += 1
-        chunks.extend(
-            chunk_document(
-                doc.doc_id,
-                doc.title,
-                doc.url,
-                doc.text,
-                first_chunk_id=len(chunks),
-                size=chunk_size,
-                overlap=chunk_overlap,
-            )
-        )
-    if not chunks:
-        raise InputError(f"{source or 'knowledge base'}: no text to index")
-    bm25_tokens = [bm25_text(c) for c in chunks]
-    if not any(bm25_tokens):
-        raise InputError(f"{source or 'knowledge base'}: no indexable words (only symbols)")
-    report.chunks = len(chunks)
+    chunked: dict[str, tuple[int, list[Chunk]]] = {}
+    for name, part in parts.items():
+        desc = f"chunk {name}" if multi else "chunk"
+        n_docs, chunks = _chunk_all(part, desc=desc, progress=progress)
+        if not chunks:
+            what = f"{source or 'knowledge base'}" + (f" ({name})" if multi else "")
+            raise InputError(f"{what}: no text to index{_empty_reason(n_docs)}")
+        chunked[name] = (n_docs, chunks)
+        report.documents += n_docs
+        report.chunks += len(chunks)
+        report.per_strategy[name] = {"documents": n_docs, "chunks": len(chunks)}
     report.stage_seconds["load+chunk"] = time.perf_counter() - t0
 
     try:
@@ -179,46 +243,113 @@ def build_index(
         tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
+        for name in parts if multi else ():
+            (tmp / name).mkdir()
     except OSError as exc:
         raise InputError(f"cannot write index to {out}: {exc.strerror or exc}") from None
     try:
         t0 = time.perf_counter()
-        retriever = bm25s.BM25()
-        retriever.index(bm25_tokens, show_progress=progress)
-        retriever.save(str(tmp / BM25_DIR), show_progress=False)
+        for name, (_, chunks) in chunked.items():
+            bm25_tokens = [bm25_text(c) for c in chunks]
+            if not any(bm25_tokens):
+                raise InputError(f"{source or 'knowledge base'}: no indexable words (only symbols)")
+            retriever = bm25s.BM25()
+            retriever.index(bm25_tokens, show_progress=progress)
+            retriever.save(str((tmp / name if multi else tmp) / BM25_DIR), show_progress=False)
         report.stage_seconds["bm25"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        cache = EmbeddingCache(out, embedder, [dense_text(c) for c in chunks])
+        # every distinct text once, in order of first appearance
+        row_of: dict[bytes, int] = {}
+        texts: list[str] = []
+        rows: dict[str, list[int]] = {}
+        for name, (_, chunks) in chunked.items():
+            part_rows = rows[name] = []
+            for c in chunks:
+                text = dense_text(c)
+                key = hashlib.sha256(text.encode()).digest()
+                if key not in row_of:
+                    row_of[key] = len(texts)
+                    texts.append(text)
+                part_rows.append(row_of[key])
+        report.distinct_texts = len(texts)
+        known = _reusable_vectors(out, embedder) if reuse else {}
+        vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+        todo: list[int] = []
+        for key, row in row_of.items():
+            vec = known.get(key)
+            if vec is None:
+                todo.append(row)
+            else:
+                vectors[row] = vec
+        del known
+        report.reused_chunks = len(texts) - len(todo)
+        report.embedded_chunks = len(todo)
+        cache = EmbeddingCache(out, embedder, [texts[r] for r in todo])
         report.resumed_chunks = cache.done_chunks()
-        dense = faiss.IndexFlatIP(embedder.dim)
         for start in tqdm(
-            range(0, len(chunks), EMBED_BATCH),
-            desc="embed",
-            unit="batch",
-            disable=not progress,
+            range(0, len(todo), EMBED_BATCH), desc="embed", unit="batch", disable=not progress
         ):
-            dense.add(cache.batch(start))
-        faiss.write_index(dense, str(tmp / DENSE))
+            vectors[todo[start : start + EMBED_BATCH]] = cache.batch(start)
+        for name, part_rows in rows.items():
+            dense = faiss.IndexFlatIP(embedder.dim)
+            dense.add(np.ascontiguousarray(vectors[part_rows]))
+            faiss.write_index(dense, str((tmp / name if multi else tmp) / DENSE))
+        del vectors
         report.stage_seconds["embed"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        with (tmp / CHUNKS).open("w", encoding="utf-8") as fh:
-            for c in chunks:
-                fh.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
-        manifest = {
+        base = {
             "format_version": FORMAT_VERSION,
             "kbqa_version": __version__,
             "embedder": embedder.id,
             "embedding_dim": embedder.dim,
-            "chunking": {"strategy": strategy, "size": chunk_size, "overlap": chunk_overlap},
-            "documents": report.documents,
-            "chunks": report.chunks,
+        }
+        prov = {
             "source": str(source) if source else None,
             "source_sha256": source_sha256(Path(source)) if source else None,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        for name, (n_docs, chunks) in chunked.items():
+            where = tmp / name if multi else tmp
+            with (where / CHUNKS).open("w", encoding="utf-8") as fh:
+                for c in chunks:
+                    fh.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
+            part = parts[name]
+            manifest = (
+                base
+                | {
+                    "chunking": {
+                        "strategy": name,
+                        "size": part.chunk_size,
+                        "overlap": part.chunk_overlap,
+                    },
+                    "documents": n_docs,
+                    "chunks": len(chunks),
+                }
+                | prov
+            )
+            _write_json(where / MANIFEST, manifest)
+        if multi:
+            top = (
+                base
+                | {
+                    "indexes": {
+                        name: {
+                            "size": parts[name].chunk_size,
+                            "overlap": parts[name].chunk_overlap,
+                            "documents": n_docs,
+                            "chunks": len(chunks),
+                        }
+                        for name, (n_docs, chunks) in chunked.items()
+                    },
+                    "default": next(iter(parts)),
+                    "chunks": report.chunks,
+                    "distinct_texts": report.distinct_texts,
+                }
+                | prov
+            )
+            _write_json(tmp / MANIFEST, top)
         _replace_dir(tmp, out)
         cache.clear()
         report.stage_seconds["write"] = time.perf_counter() - t0
@@ -230,6 +361,67 @@ def build_index(
         raise
     report.peak_rss_mib = peak_rss_mib()
     return report
+
+
+def _chunk_all(part: StrategyInput, *, desc: str, progress: bool) -> tuple[int, list[Chunk]]:
+    from tqdm import tqdm
+
+    chunks: list[Chunk] = []
+    seen_ids: set[str] = set()
+    n_docs = 0
+    for doc in tqdm(part.documents, desc=desc, unit="doc", disable=not progress):
+        if doc.doc_id in seen_ids:
+            log.warning("duplicate doc_id %r: its chunks are kept under the same id", doc.doc_id)
+        seen_ids.add(doc.doc_id)
+        n_docs += 1
+        chunks.extend(
+            chunk_document(
+                doc.doc_id,
+                doc.title,
+                doc.url,
+                doc.text,
+                first_chunk_id=len(chunks),
+                size=part.chunk_size,
+                overlap=part.chunk_overlap,
+            )
+        )
+    return n_docs, chunks
+
+
+def _empty_reason(n_docs: int) -> str:
+    if n_docs == 0:
+        return " (it holds no documents)"
+    return f" ({n_docs} documents were read, and all of them are empty after cleaning)"
+
+
+def _write_json(path: Path, obj: dict[str, Any]) -> None:
+    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _reusable_vectors(out: Path, embedder: Embedder) -> dict[bytes, npt.NDArray[np.float32]]:
+    """Vectors of the index being replaced, by sha256 of the embedded text; empty when there is
+    none, it was built with another embedder, or it cannot be read."""
+    import faiss
+
+    found: dict[bytes, npt.NDArray[np.float32]] = {}
+    try:
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        if manifest.get("embedder") != embedder.id or manifest.get("embedding_dim") != embedder.dim:
+            return found
+        dirs = [out / n for n in manifest["indexes"]] if "indexes" in manifest else [out]
+        for d in dirs:
+            with (d / CHUNKS).open(encoding="utf-8") as fh:
+                texts = [dense_text(Chunk(**json.loads(line))) for line in fh]
+            dense = faiss.read_index(str(d / DENSE))
+            if dense.ntotal != len(texts) or dense.d != embedder.dim:
+                continue
+            matrix = dense.reconstruct_n(0, dense.ntotal)
+            for text, vec in zip(texts, matrix, strict=True):
+                found[hashlib.sha256(text.encode()).digest()] = vec
+    except Exception as exc:  # an unreadable old index only means nothing is reused
+        log.info("not reusing vectors from %s: %s", out, exc)
+        return {}
+    return found
 
 
 class EmbeddingCache:
@@ -321,13 +513,17 @@ def _replace_dir(tmp: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def load_index(path: str | Path, *, embedder_id: str | None = None) -> ChunkIndex:
-    """Load an index directory written by :func:`build_index`.
+def load_index(
+    path: str | Path, *, embedder_id: str | None = None, strategy: str | None = None
+) -> ChunkIndex:
+    """Load an index directory written by :func:`build_index` or :func:`build_indexes`.
 
     Args:
         path: The index directory.
         embedder_id: When given, the embedder the caller will query with; it must be the one
             the index was built with.
+        strategy: The sub-index to open in a directory built with several strategies (default:
+            its first, the primary one). For a single index it must be its own strategy.
 
     Raises:
         IndexLoadError: The directory is missing, a file is missing or corrupt, counts disagree,
@@ -353,6 +549,18 @@ def load_index(path: str | Path, *, embedder_id: str | None = None) -> ChunkInde
         found = manifest.get("format_version") if isinstance(manifest, dict) else "?"
         raise IndexLoadError(
             f"{p}: index format {found} is not {FORMAT_VERSION}; rebuild it with `kbqa index`"
+        )
+    if "indexes" in manifest:
+        names = list(manifest["indexes"])
+        name = strategy or str(manifest.get("default") or names[0])
+        if name not in names:
+            raise IndexLoadError(f"{p} has no {name!r} index; it holds {', '.join(names)}")
+        return load_index(p / name, embedder_id=embedder_id)
+    built = (manifest.get("chunking") or {}).get("strategy")
+    if strategy is not None and built != strategy:
+        raise IndexLoadError(
+            f"{p} is a {built} index, not {strategy}; build both with "
+            "`kbqa index KB --strategy both`"
         )
     if embedder_id is not None and manifest.get("embedder") != embedder_id:
         raise IndexLoadError(

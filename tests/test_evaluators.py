@@ -8,6 +8,7 @@ from kbqa.evals.evaluators import (
     contained_evaluator,
     exact_match_evaluator,
     expected_route,
+    answer_recall_evaluator,
     recall_evaluator,
     score_all,
     token_f1_evaluator,
@@ -71,10 +72,23 @@ def test_abstention_correctness() -> None:
 def test_recall_counts_distinct_documents() -> None:
     o = out("x", retrieved_doc_ids=["d2", "d2", "d3", "d1"])
     res = {r["key"]: r["score"] for r in recall_evaluator(o, ref("x"))["results"]}
-    assert res == {"recall@1": 0.0, "recall@3": 1.0, "recall@10": 1.0}
+    assert res == {"recall@1": 0.0, "recall@3": 1.0, "recall@5": 1.0, "recall@10": 1.0}
     none = recall_evaluator(o, ref("x", doc_id=None))["results"]
     assert all(r["score"] is None for r in none)
     assert all(r["score"] is None for r in recall_evaluator(o, ref())["results"])
+
+
+def test_answer_recall_at_k() -> None:
+    o = out("x", retrieved_texts=["nothing here", "still nothing", "the answer is Dhaka", "x"])
+    res = {r["key"]: r["score"] for r in answer_recall_evaluator(o, ref("dhaka"))["results"]}
+    assert res == {
+        "answer_recall@1": 0.0,
+        "answer_recall@3": 1.0,
+        "answer_recall@5": 1.0,
+        "answer_recall@10": 1.0,
+    }
+    assert all(r["score"] is None for r in answer_recall_evaluator(o, ref())["results"])
+    assert all(r["score"] is None for r in answer_recall_evaluator(out("x"), ref("x"))["results"])
 
 
 def test_answer_in_context() -> None:

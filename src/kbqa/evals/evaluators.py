@@ -28,7 +28,7 @@ from kbqa.evals.metrics import (
 EvaluatorResult = dict[str, Any]
 Evaluator = Callable[[dict[str, Any], dict[str, Any]], EvaluatorResult]
 
-RECALL_KS = (1, 3, 10)
+RECALL_KS = (1, 3, 5, 10)
 DIRECT_ROUTE = ("classify", "retrieve", "generate", "check_abstention", "finalize")
 """Trajectory of a question answered on the first pass."""
 
@@ -80,7 +80,7 @@ def abstention_evaluator(
 
 
 def recall_evaluator(outputs: dict[str, Any], reference_outputs: dict[str, Any]) -> EvaluatorResult:
-    """``recall@1``, ``recall@3``, ``recall@10``: the gold document among the top-k distinct
+    """``recall@k`` for k in :data:`RECALL_KS`: the gold document among the top-k distinct
     retrieved documents, as ``{"results": [...]}``. Score None (not applicable) for unanswerable
     questions and questions without ``doc_id``."""
     gold = reference_outputs.get("doc_id")
@@ -89,6 +89,25 @@ def recall_evaluator(outputs: dict[str, Any], reference_outputs: dict[str, Any])
     docs: Sequence[str] = outputs.get("retrieved_doc_ids") or []
     return {
         "results": [{"key": f"recall@{k}", "score": recall_at_k(docs, gold, k)} for k in RECALL_KS]
+    }
+
+
+def answer_recall_evaluator(
+    outputs: dict[str, Any], reference_outputs: dict[str, Any]
+) -> EvaluatorResult:
+    """``answer_recall@k`` for k in :data:`RECALL_KS`: a gold answer occurs in the top-k fused
+    chunks (``outputs["retrieved_texts"]``, ranked). Recall for knowledge bases whose questions
+    name no gold document, such as website crawls; None for unanswerable questions or outputs
+    without ``retrieved_texts``."""
+    texts: Sequence[str] | None = outputs.get("retrieved_texts")
+    golds = reference_outputs.get("answers") or []
+    if texts is None or not golds or not reference_outputs.get("answerable", True):
+        return {"results": [{"key": f"answer_recall@{k}", "score": None} for k in RECALL_KS]}
+    return {
+        "results": [
+            {"key": f"answer_recall@{k}", "score": answer_in_context(golds, "\n".join(texts[:k]))}
+            for k in RECALL_KS
+        ]
     }
 
 
@@ -141,6 +160,7 @@ def default_evaluators(max_retries: int = 1) -> list[Callable[..., Any]]:
         contained_evaluator,
         abstention_evaluator,
         recall_evaluator,
+        answer_recall_evaluator,
         answer_in_context_evaluator,
         trajectory_evaluator(max_retries),
     ]

@@ -50,7 +50,8 @@ def run_question(question: str, ctx: Context) -> dict[str, Any]:
 
     Returns:
         The graph's output plus ``retrieved_doc_ids`` (distinct documents of a top-10 fused
-        retrieval without padding, for recall@k), ``context_text`` (the chunks the LLM was given)
+        retrieval without padding, for recall@k), ``retrieved_texts`` (that retrieval's chunk
+        texts, ranked, for answer recall@k), ``context_text`` (the chunks the LLM was given)
         and ``graph_seconds`` (wall time of the graph alone). A question the graph rejects
         (:class:`KBQAError`, ``ValueError``) yields ``{"error": ...}`` with an empty answer instead
         of an exception, so one bad question does not sink a run.
@@ -80,6 +81,7 @@ def run_question(question: str, ctx: Context) -> dict[str, Any]:
         if chunks[h.chunk_id].doc_id not in docs:
             docs.append(chunks[h.chunk_id].doc_id)
     out["retrieved_doc_ids"] = docs
+    out["retrieved_texts"] = [chunks[h.chunk_id].text for h in hits]
     out["context_text"] = "\n".join(chunks[c].text for c in out.get("context_chunk_ids", []))
     return out
 

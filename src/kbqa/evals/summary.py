@@ -110,6 +110,8 @@ def summarize(records: list[Record]) -> dict[str, Any]:
     s["token_f1_answerable"] = _mean_score(ans, "token_f1")
     for k in RECALL_KS:
         s[f"recall@{k}"] = _mean_score(ans, f"recall@{k}")
+    for k in RECALL_KS:
+        s[f"answer_recall@{k}"] = _mean_score(ans, f"answer_recall@{k}")
     s["answer_in_context"] = _mean_score(ans, "answer_in_context")
     s["abstention_rate_answerable"] = _mean(float(bool(r.get("abstained"))) for r in ans)
     s["abstention_rate_unanswerable"] = _mean(float(bool(r.get("abstained"))) for r in unans)

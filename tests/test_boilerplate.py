@@ -94,7 +94,8 @@ def test_index_strategies(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert f"precision (1000/150 characters): 10 chunks in {both / 'precision'}" in res.output
     for strategy in ("coverage", "precision"):  # the same sub-indexes as built one at a time
-        chunks = [json.loads(x) for x in (both / strategy / "chunks.jsonl").read_text().splitlines()]
+        lines = (both / strategy / "chunks.jsonl").read_text().splitlines()
+        chunks = [json.loads(x) for x in lines]
         assert "\n".join(c["text"] for c in chunks) == texts[strategy]
     res = CliRunner().invoke(app, ["index", str(kb), "--out", str(tmp_path / "x"),
                                    "--strategy", "all"])  # fmt: skip

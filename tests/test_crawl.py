@@ -13,6 +13,7 @@ from typing import ClassVar
 import pytest
 
 from kbqa.corpus.crawl import CrawlConfig, crawl, normalize_url
+from kbqa.corpus.html import decode_html
 from kbqa.errors import InputError
 
 TEXT = "This page has enough words to count as main text for the extractor. " * 6
@@ -196,3 +197,44 @@ def test_crawl_command(site: tuple[str, Counter[str]], tmp_path: Path) -> None:
     assert res.exit_code == 2 and "not an http(s) URL" in res.output
     res = CliRunner().invoke(app, ["crawl", start, "--out", str(out), "--max-pages", "0"])
     assert res.exit_code == 2 and "max_pages must be > 0" in res.output
+
+
+FRENCH = (
+    "<p>La crème brûlée est un dessert français. Elle se prépare à partir d'œufs, de sucre et "
+    "de crème; on la sert froide, avec une croûte de caramel. Où la goûter? À Paris, bien sûr, "
+    "dans les brasseries près de l'Hôtel de Ville, où elle coûte très peu.</p>"
+) * 3
+
+
+@pytest.mark.parametrize(
+    ("body", "header", "expected"),
+    [
+        ('<meta charset="x-unknown"><p>তিনি café</p>'.encode(), None, "তিনি café"),
+        ("<p>তিনি café</p>".encode(), "no-such-codec", "তিনি café"),
+        ('<meta charset="windows-1251"><p>Привет</p>'.encode("cp1251"), None, "Привет"),
+        # undeclared and not UTF-8: a statistical guess, so a page-sized French text
+        (FRENCH.encode("cp1252"), None, "crème brûlée"),
+        ("<p>café</p>".encode("cp1252"), "windows-1252", "café"),
+        ("\ufeff<p>তিনি</p>".encode("utf-16-le"), None, "তিনি"),
+    ],
+)
+def test_decode_html_sniffs_like_a_browser(body: bytes, header: str | None, expected: str) -> None:
+    text = decode_html(body, header)
+    assert expected in text and "\ufffd" not in text
+
+
+def test_extract_full_keeps_navigation_main_drops_it(
+    site: tuple[str, Counter[str]], tmp_path: Path
+) -> None:
+    start, _ = site
+    texts = {}
+    for mode in ("full", "main"):
+        out = tmp_path / f"{mode}.jsonl"
+        crawl(start, out, CrawlConfig(max_pages=2, max_depth=1, delay=0.0, extract=mode),
+              progress=False)  # fmt: skip
+        texts[mode] = records(out)[0]["text"]
+    assert TEXT.strip() in texts["full"] and TEXT.strip()[:60] in texts["main"]
+    assert "/redir-off" in texts["full"].splitlines()  # the nav list, one block per line
+    assert "/redir-off" not in texts["main"]
+    with pytest.raises(ValueError, match="extract must be one of full, main"):
+        CrawlConfig(extract="everything")

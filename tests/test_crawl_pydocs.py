@@ -49,3 +49,24 @@ def test_crawl_python_docs(tmp_path: Path) -> None:
     del hits["/robots.txt"]
     assert max(hits.values()) == 1, "no URL fetched twice"
     assert all(r["text"].strip() and r["title"] for r in recs)
+    # the precision strategy learns the recurring navigation/footer blocks from the crawl and
+    # removes them; page content stays
+    from kbqa.corpus.boilerplate import BoilerplateModel
+    from kbqa.corpus.loaders import load_documents
+
+    docs = list(load_documents(out))
+    model = BoilerplateModel.fit(docs)
+    learned = {block for _, block, _, _ in model.report(1000)}
+    print("most widespread recurring blocks:", [row[1:3] for row in model.report(10)])
+    assert {"Navigation", "Report a Bug", "Show Source", "This Page"} <= learned
+    assert any(b.startswith("© Copyright") for b in learned)
+    cleaned = {d.url: model.precision_clean(d) for d in docs}
+    with_footer = [d for d in docs if "Report a Bug" in d.text.splitlines()]
+    assert len(with_footer) > PAGES // 2
+    assert not any("Report a Bug" in cleaned[d.url].splitlines() for d in with_footer)
+    json_page = next(d for d in docs if d.url.endswith("/library/json.html"))
+    assert "JSON (JavaScript Object Notation)" in cleaned[json_page.url]
+    lines_before = sum(len(d.text.splitlines()) for d in with_footer)
+    lines_after = sum(len(cleaned[d.url].splitlines()) for d in with_footer)
+    print(f"precision removed {lines_before - lines_after} of {lines_before} lines")
+    assert lines_before - lines_after >= 20 * len(with_footer)

@@ -5,10 +5,10 @@ import pytest
 from kbqa.evals.evaluators import (
     abstention_evaluator,
     answer_in_context_evaluator,
+    answer_recall_evaluator,
     contained_evaluator,
     exact_match_evaluator,
     expected_route,
-    answer_recall_evaluator,
     recall_evaluator,
     score_all,
     token_f1_evaluator,

@@ -49,6 +49,9 @@ def _root(
     ] = False,
 ) -> None:
     logging.getLogger("kbqa").setLevel(logging.INFO if verbose else logging.WARNING)
+    # trafilatura logs an ERROR for every page it finds no main text in (the crawl report
+    # already counts them); show its lines only with -v
+    logging.getLogger("trafilatura").setLevel(logging.WARNING if verbose else logging.CRITICAL)
 
 
 def _fail(message: str) -> NoReturn:
@@ -194,6 +197,13 @@ def crawl_(
     timeout: Annotated[float, typer.Option(help="Seconds to connect / per read.")] = 10.0,
     max_bytes: Annotated[int, typer.Option(help="Skip pages larger than this.")] = 5_000_000,
     keep_html: Annotated[bool, typer.Option(help="Store each page's raw HTML too.")] = False,
+    extract: Annotated[
+        str,
+        typer.Option(
+            help="full: every visible text block, navigation included, for `kbqa index` "
+            "--strategy to clean; main: trafilatura's main content only."
+        ),
+    ] = "full",
     ignore_robots: Annotated[bool, typer.Option(help="Do not honour robots.txt.")] = False,
 ) -> None:
     """Crawl a website breadth-first into a JSON Lines corpus that `kbqa index` reads."""
@@ -209,6 +219,7 @@ def crawl_(
             timeout=timeout,
             max_bytes=max_bytes,
             keep_html=keep_html,
+            extract=extract,
             respect_robots=not ignore_robots,
         )
         report = crawl(start_url, out, cfg)

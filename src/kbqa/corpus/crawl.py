@@ -34,7 +34,7 @@ from urllib.robotparser import RobotFileParser
 import httpx
 
 from kbqa import __version__
-from kbqa.corpus.loaders import html_to_text
+from kbqa.corpus.html import EXTRACT_MODES, decode_html, html_to_text
 from kbqa.errors import InputError
 
 log = logging.getLogger("kbqa.crawl")
@@ -59,6 +59,8 @@ class CrawlConfig:
         timeout: Seconds for connecting and for each read.
         max_bytes: Largest page body read; larger pages are skipped.
         keep_html: Store the raw HTML in each record.
+        extract: ``full`` (every visible text block, boilerplate left for the index strategies
+            to remove) or ``main`` (trafilatura's main content); see :mod:`kbqa.corpus.html`.
         respect_robots: Honour ``robots.txt``.
         user_agent: The ``User-Agent`` header (and the robots.txt agent).
     """
@@ -71,6 +73,7 @@ class CrawlConfig:
     timeout: float = 10.0
     max_bytes: int = 5_000_000
     keep_html: bool = False
+    extract: str = "full"
     respect_robots: bool = True
     user_agent: str = USER_AGENT
 
@@ -83,6 +86,10 @@ class CrawlConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.timeout <= 0:
             raise ValueError(f"timeout must be > 0, got {self.timeout!r}")
+        if self.extract not in EXTRACT_MODES:
+            raise ValueError(
+                f"extract must be one of {', '.join(EXTRACT_MODES)}, got {self.extract!r}"
+            )
 
 
 @dataclass
@@ -290,20 +297,6 @@ class Crawler:
                 yield url
 
 
-def decode_html(body: bytes, charset: str | None) -> str:
-    """Text of an HTML body: the header's charset when it names a known codec, else
-    trafilatura's detection (byte-order mark, ``<meta charset>``, then a guess)."""
-    if charset:
-        try:
-            return body.decode(charset, errors="replace")
-        except LookupError:
-            pass
-    from trafilatura.utils import decode_file
-
-    text = decode_file(body)
-    return text if isinstance(text, str) else text.decode("utf-8", errors="replace")
-
-
 def _state_path(out: Path) -> Path:
     return out.with_name(out.name + STATE_SUFFIX)
 
@@ -397,14 +390,14 @@ def crawl(
                     frontier.appendleft(item)  # not saved: keep it for a later run
                     break
                 html = decode_html(body, charset)
-                title, text = html_to_text(html)
+                title, text = html_to_text(html, cfg.extract)
                 if depth < cfg.max_depth:
                     for link in crawler.links(html, final):
                         if link not in seen:
                             seen.add(link)
                             frontier.append((link, depth + 1))
                 if not text.strip():
-                    report.skip("no main text", url)
+                    report.skip("no text extracted", url)
                     continue
                 record = {
                     "doc_id": final,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbqa.corpus.html import decode_html, html_to_text
 from kbqa.errors import InputError
 
 FOLDER_SUFFIXES = (".txt", ".md", ".html", ".htm")
@@ -176,7 +177,7 @@ def _load_file(f: Path, root: Path) -> Document:
     data = f.read_bytes()
     rel = f.relative_to(root).as_posix()
     if f.suffix.lower() in (".html", ".htm"):
-        title, text = _html_to_text(data)
+        title, text = html_to_text(decode_html(data))
         return Document(doc_id=rel, title=title or f.stem, text=text)
     try:
         raw = data.decode("utf-8-sig")
@@ -185,21 +186,3 @@ def _load_file(f: Path, root: Path) -> Document:
             f"{f}: not valid UTF-8 ({exc.reason} at byte {exc.start}); convert it to UTF-8"
         ) from None
     return Document(doc_id=rel, title=f.stem.replace("_", " "), text=raw)
-
-
-def _html_to_text(data: bytes) -> tuple[str, str]:
-    """Title and main text of HTML bytes, decoded by trafilatura (which honours a byte-order
-    mark and the page's declared charset)."""
-    from trafilatura.utils import decode_file
-
-    return html_to_text(decode_file(data))
-
-
-def html_to_text(html: str) -> tuple[str, str]:
-    """Title and main text of an HTML page, extracted with trafilatura (favouring recall)."""
-    import trafilatura
-
-    text = trafilatura.extract(html, favor_recall=True, include_comments=False) or ""
-    meta = trafilatura.extract_metadata(html)
-    title = (meta.title if meta is not None else None) or ""
-    return title, text

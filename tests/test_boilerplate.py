@@ -48,6 +48,13 @@ def test_coverage_removes_only_header_and_footer() -> None:
     assert model.precision_clean(doc) == "Body one.\nBody two."
 
 
+def test_coverage_never_deletes_a_page_precision_may() -> None:
+    same = [Document(f"d{i}", "", "The same notice on every page.\nSecond line.") for i in range(5)]
+    model = BoilerplateModel.fit(same)
+    assert model.coverage_clean(same[0]) == same[0].text
+    assert model.precision_clean(same[0]) == ""
+
+
 def test_pages_without_url_share_one_site() -> None:
     docs = [Document(f"d{i}", "", f"Menu\nText {i}") for i in range(5)]
     model = BoilerplateModel.fit(docs)

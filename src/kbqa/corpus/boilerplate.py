@@ -84,7 +84,9 @@ class BoilerplateModel:
 
     def coverage_clean(self, doc: Document) -> str:
         """Light cleaning (coverage strategy): only the recurring blocks at the top of the page
-        (header and first navigation block) and at its bottom (footer) are removed."""
+        (header and first navigation block) and at its bottom (footer) are removed. A page made
+        only of recurring blocks (a duplicate page, say) is kept whole: light cleaning never
+        deletes a page."""
         site = site_of(doc)
         blocks = _blocks(doc.text)
         start, end = 0, len(blocks)
@@ -92,7 +94,7 @@ class BoilerplateModel:
             start += 1
         while end > start and self.is_boilerplate(blocks[end - 1], site):
             end -= 1
-        return "\n".join(blocks[start:end])
+        return "\n".join(blocks[start:end] if start < end else blocks)
 
     def report(self, top: int = 20) -> list[tuple[str, str, int, int]]:
         """The most widespread boilerplate blocks: ``(site, block, pages holding it, pages of

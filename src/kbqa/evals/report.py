@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kbqa.evals.evaluators import RECALL_KS
 from kbqa.evals.metrics import recall_at_k
 from kbqa.evals.summary import node_seconds
 
@@ -176,9 +177,8 @@ def summary_rows(summary: dict[str, Any]) -> list[list[Any]]:
         "answer_contained",
         "exact_match_answerable",
         "token_f1_answerable",
-        "recall@1",
-        "recall@3",
-        "recall@10",
+        *(f"recall@{k}" for k in RECALL_KS),
+        *(f"answer_recall@{k}" for k in RECALL_KS),
         "answer_in_context",
         "abstention_rate_answerable",
         "abstention_rate_unanswerable",

@@ -51,6 +51,18 @@ def tiny_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def both_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """DOCS indexed with both strategies (coverage and precision sub-indexes)."""
+    from kbqa.retrieval.index import StrategyInput, build_indexes
+
+    out = tmp_path_factory.mktemp("idx") / "both"
+    docs = [*DOCS, long_doc()]
+    parts = {"coverage": StrategyInput(docs, 800, 150), "precision": StrategyInput(docs, 1000, 150)}
+    build_indexes(parts, out, HashEmbedder(), progress=False)
+    return out
+
+
 @pytest.fixture
 def kb_file(tmp_path: Path) -> Path:
     """DOCS as a JSON Lines knowledge base."""

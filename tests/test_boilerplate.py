@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,27 @@ def test_coverage_never_deletes_a_page_precision_may() -> None:
     assert model.precision_clean(same[0]) == ""
 
 
+def test_pages_emptied_by_precision_are_reported(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from kbqa.cli import app
+
+    only_boilerplate = [Document(f"n{i}", "", f"{NAV}\n{FOOTER}", f"https://www.example.edu/n/{i}")
+                        for i in range(3)]  # fmt: skip
+    kb = tmp_path / "site.jsonl"
+    kb.write_text(
+        "".join(json.dumps(dataclasses.asdict(d)) + "\n" for d in [*DOCS, *only_boilerplate])
+    )
+    res = CliRunner().invoke(app, ["index", str(kb), "--out", str(tmp_path / "i"), "--embedder",
+                                   "fake/hash", "--strategy", "precision"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "3 documents left no text after precision cleaning" in res.output
+    manifest = json.loads((tmp_path / "i" / "manifest.json").read_text())
+    assert (manifest["documents"], manifest["empty_documents"]) == (13, 3)
+
+
 def test_pages_without_url_share_one_site() -> None:
     docs = [Document(f"d{i}", "", f"Menu\nText {i}") for i in range(5)]
     model = BoilerplateModel.fit(docs)
@@ -100,6 +122,8 @@ def test_index_strategies(tmp_path: Path) -> None:
                                    "fake/hash", "--strategy", "both"])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert f"precision (1000/150 characters): 10 chunks in {both / 'precision'}" in res.output
+    blocks = json.loads((both / "precision" / "recurring_blocks.json").read_text())
+    assert {b["block"] for b in blocks} == {NAV, FOOTER, LANGS}
     for strategy in ("coverage", "precision"):  # the same sub-indexes as built one at a time
         lines = (both / strategy / "chunks.jsonl").read_text().splitlines()
         chunks = [json.loads(x) for x in lines]

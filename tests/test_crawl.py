@@ -30,7 +30,7 @@ def page(title: str, links: list[str], body: str = TEXT) -> str:
 ROOT_LINKS = [
     "/a", "/a#section", "/a?utm_source=mail", "/b/", "mailto:x@example.org", "javascript:void(0)",
     "tel:+100", "http://other.example/x", "/doc.pdf", "/big", "/latin1", "/meta-cp1251",
-    "/redir-off", "/redir-in", "/private/p", "/cal?d=0", "/missing",
+    "/redir-off", "/redir-in", "/private/p", "/cal?d=0", "/missing", "/dir/", "/index.html",
 ]  # fmt: skip
 
 
@@ -53,6 +53,14 @@ class Site(BaseHTTPRequestHandler):
         if path == "/robots.txt":
             self._send(200, b"User-agent: *\nDisallow: /private\n", "text/plain")
         elif path == "/":
+            self._send(200, page("Home", ROOT_LINKS).encode())
+        elif path == "/dir":  # what http.server, Apache and nginx do for a folder
+            self._send(301, b"", headers={"Location": "/dir/"})
+        elif path == "/dir/":
+            self._send(200, page("Folder", ["sub.html"]).encode())
+        elif path == "/dir/sub.html":
+            self._send(200, page("Folder page", []).encode())
+        elif path == "/index.html":
             self._send(200, page("Home", ROOT_LINKS).encode())
         elif path in ("/a", "/b"):
             self._send(200, page(f"Page {path}", ["/", "/a", "/b/"]).encode())
@@ -122,6 +130,11 @@ def test_crawl_stays_on_host_and_fetches_each_url_once(
     assert report.skipped["disallowed by robots.txt"] == 1
     assert report.skipped["HTTP 404"] == 1
     assert report.skipped["redirect to a page already seen"] == 1  # /redir-in -> /a
+    assert report.skipped["same text as a page already saved"] == 1  # /index.html
+    # a folder URL normalised without its slash, redirected back to it, is crawled, and its
+    # relative links resolve against the slashed URL
+    assert {"Folder", "Folder page"} <= {r["title"] for r in recs}
+    assert any(r["final_url"].endswith("/dir/sub.html") for r in recs)
     assert "/private/p" not in hits and "http://other.example" not in str(hits)
     by_title = {r["title"]: r for r in recs}
     assert "Crème brûlée" in by_title["Latin"]["text"]

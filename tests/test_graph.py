@@ -14,7 +14,9 @@ SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
 
 
 def ctx(index: Path, model: str, **kw: object) -> Context:
-    return Context(index_dir=str(index), embedder="fake/hash", model=model, **kw)  # type: ignore[arg-type]
+    """The skeleton graph (no verify, fallback or web search) unless ``kw`` switches them on."""
+    settings: dict[str, object] = {"verify": False, "fallback": False, "web_search": "off"}
+    return Context(index_dir=str(index), embedder="fake/hash", model=model, **settings | kw)  # type: ignore[arg-type]
 
 
 def test_always_abstaining_llm_retries_exactly_once(tiny_index: Path) -> None:

@@ -99,7 +99,7 @@ def index(
     from kbqa.corpus.loaders import load_documents
     from kbqa.corpus.strategies import STRATEGIES, clean_documents, get_strategy
     from kbqa.retrieval.embedders import load_embedder
-    from kbqa.retrieval.index import StrategyInput, build_index, build_indexes
+    from kbqa.retrieval.index import RECURRING_BLOCKS, StrategyInput, build_indexes
 
     try:
         strats = list(STRATEGIES.values()) if strategy == "both" else [get_strategy(strategy)]
@@ -128,23 +128,25 @@ def index(
             return load_documents(kb, skip_bad_lines=skip_bad_lines, skipped=skipped)
 
         boilerplate = BoilerplateModel.fit(read())
+        blocks_file = json.dumps(
+            [
+                {"site": site, "block": block, "pages": n, "site_pages": total}
+                for site, block, n, total in boilerplate.report(None)
+            ],
+            ensure_ascii=False,
+            indent=1,
+        )
         parts = {
-            s.name: StrategyInput(clean_documents(read, s, boilerplate)[0], *sizes[s.name])
+            s.name: StrategyInput(
+                clean_documents(read, s, boilerplate)[0],
+                *sizes[s.name],
+                extra_files={RECURRING_BLOCKS: blocks_file},
+            )
             for s in strats
         }
         with logging_redirect_tqdm():
             if len(strats) == 1:
-                ((name, part),) = parts.items()
-                report = build_index(
-                    part.documents,
-                    out,
-                    emb,
-                    source=kb,
-                    chunk_size=part.chunk_size,
-                    chunk_overlap=part.chunk_overlap,
-                    strategy=name,
-                    reuse=reuse,
-                )
+                report = build_indexes(parts, out, emb, source=kb, reuse=reuse, multi=False)
             else:
                 report = build_indexes(parts, out, emb, source=kb, reuse=reuse)
     except KBQAError as exc:
@@ -153,31 +155,43 @@ def index(
     typer.echo(f"documents      {report.documents // len(strats)}")
     if skipped:  # every pass skips the same lines
         typer.echo(f"skipped        {len(set(skipped))} bad lines (first: {skipped[0]})")
-    rows = boilerplate.report(5)
+    rows = boilerplate.report(TOP_BLOCKS)
     n_blocks = sum(len(b) for b in boilerplate.blocks.values())
     typer.echo(f"recurring      {n_blocks} blocks learned" + (", most widespread:" if rows else ""))
     for site, block, n, total in rows:
         typer.echo(f"  {n}/{total} pages{' of ' + site if site else ''}: {block[:80]!r}")
+    if n_blocks > len(rows):
+        typer.echo(f"  ... all {n_blocks} in {RECURRING_BLOCKS} in the index directory")
     for name, counts in report.per_strategy.items():
         size, overlap = sizes[name]
         where = f" in {out / name}" if len(strats) > 1 else ""
         typer.echo(
             f"strategy       {name} ({size}/{overlap} characters): {counts['chunks']} chunks{where}"
         )
+        if counts["empty_documents"]:
+            typer.echo(
+                f"  {counts['empty_documents']} documents left no text after {name} cleaning "
+                "(made only of recurring blocks) and are not indexed"
+            )
+    fresh = report.embedded_chunks - report.resumed_chunks
     typer.echo(
-        f"embedded       {report.embedded_chunks} of {report.distinct_texts} distinct chunk "
-        f"texts ({report.chunks} chunks)"
+        f"embedded       {fresh} of {report.distinct_texts} distinct chunk texts now "
+        f"({report.chunks} chunks)"
     )
     if report.reused_chunks:
         typer.echo(f"reused         {report.reused_chunks} vectors from the index replaced")
     if report.resumed_chunks:
         typer.echo(
-            f"resumed        {report.resumed_chunks} chunks embedded by an interrupted build"
+            f"resumed        {report.resumed_chunks} vectors embedded by an interrupted build"
         )
     for stage, sec in report.stage_seconds.items():
         typer.echo(f"time {stage:<10}{sec:8.1f} s")
-    typer.echo(f"time total    {time.perf_counter() - t0:8.1f} s")
-    typer.echo(f"peak RSS      {report.peak_rss_mib:8.0f} MiB")
+    typer.echo(f"time {'total':<10}{time.perf_counter() - t0:8.1f} s")
+    typer.echo(f"{'peak RSS':<15}{report.peak_rss_mib:8.0f} MiB")
+
+
+TOP_BLOCKS = 10
+"""Recurring blocks `kbqa index` prints; all of them go to the index directory."""
 
 
 @app.command("crawl")
@@ -341,12 +355,17 @@ eval_app = typer.Typer(
 app.add_typer(eval_app, name="eval")
 
 
-def _default_run_dir(questions: Path, model: str, ablate: bool, models: str | None) -> Path:
+def _default_run_dir(
+    questions: Path, model: str, ablate: bool, models: str | None, index_dir: Path
+) -> Path:
     from kbqa.evals.ablation import model_tag
+    from kbqa.evals.runner import index_identity
 
     data_tag = f"{questions.resolve().parent.name}-{questions.stem}"
     what = "ablate" if ablate else "models" if models else model_tag(model)
-    return Path("runs") / f"eval-{data_tag}-{what}"
+    strategy = (index_identity(index_dir) or {}).get("strategy")
+    suffix = f"-{strategy}" if strategy and strategy != "coverage" else ""
+    return Path("runs") / f"eval-{data_tag}-{what}{suffix}"
 
 
 @eval_app.command("run")
@@ -370,7 +389,7 @@ def eval_run(
             "--out",
             "-o",
             help="Run directory (records.jsonl, summary.json, report.md, plots/). Re-running "
-            "into it resumes. Default: runs/eval-<data folder>-<file>-<model>.",
+            "into it resumes. Default: runs/eval-<data folder>-<file>-<model>[-precision].",
         ),
     ] = None,
     overwrite: Annotated[
@@ -408,7 +427,7 @@ def eval_run(
     if ablate and models:
         _fail("use --ablate or --models, not both")
     ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx)
-    run_dir = out or _default_run_dir(questions, model, ablate, models)
+    run_dir = out or _default_run_dir(questions, model, ablate, models, index_dir)
     try:
         all_qs = load_questions(questions)
         if sample is not None and sample > len(all_qs):

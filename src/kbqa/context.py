@@ -10,6 +10,11 @@ from kbqa.prompts import ABSTENTION_PHRASE
 from kbqa.retrieval.embedders import DEFAULT_EMBEDDER
 from kbqa.retrieval.fusion import BM25_WEIGHT, DENSE_WEIGHT
 
+MAX_RETRIES = 3
+"""Upper bound of ``max_retries``: keeps the longest route (classify, retrieve, then
+generate/check_abstention/retry per attempt, verify, fallback, web_search, finalize) at 17 node
+runs, well below LangGraph's recursion limit of 25."""
+
 
 def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
@@ -70,6 +75,47 @@ class Context:
     n_threads: int = field(
         default=0, metadata={"description": "llama.cpp CPU threads (0 = all cores)."}
     )
+    use_llm: bool = field(
+        default=True,
+        metadata={
+            "description": "False: answer with the pattern extractor only (no LLM), as when the "
+            "model cannot be loaded."
+        },
+    )
+    verify: bool = field(
+        default=True,
+        metadata={"description": "Run the verifier on the answer (HybridRAG-BN's refinement)."},
+    )
+    verifier_model: str = field(
+        default="",
+        metadata={
+            "description": "Verifier model; empty = the quality model (qwen2.5-coder-1.5b) if "
+            "installed, else the generator."
+        },
+    )
+    max_verify_tokens: int = field(
+        default=30, metadata={"description": "Most tokens the verifier may generate (paper: 30)."}
+    )
+    fallback: bool = field(
+        default=True,
+        metadata={
+            "description": "On abstention, answer again from the index's precision sub-index "
+            "(`kbqa index --strategy both`)."
+        },
+    )
+    web_search: str = field(
+        default="ddgs",
+        metadata={
+            "description": "When still unanswered, search the web: ddgs (DuckDuckGo), off, or "
+            "static:PATH (a JSON file of results)."
+        },
+    )
+    web_timeout: float = field(
+        default=5.0, metadata={"description": "Hard time limit of one web search, in seconds."}
+    )
+    web_max_results: int = field(
+        default=5, metadata={"description": "Web results given to the LLM."}
+    )
 
     def __post_init__(self) -> None:
         for name in (
@@ -79,12 +125,18 @@ class Context:
             "n_ctx",
             "max_answer_tokens",
             "max_answer_chars",
+            "max_verify_tokens",
+            "web_max_results",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {self.max_retries!r}")
+        if not 0 <= self.max_retries <= MAX_RETRIES:
+            raise ValueError(
+                f"max_retries must be between 0 and {MAX_RETRIES}, got {self.max_retries!r}"
+            )
+        if not 0 < self.web_timeout <= 60:
+            raise ValueError(f"web_timeout must be in (0, 60] seconds, got {self.web_timeout!r}")
         if (
             self.bm25_weight < 0
             or self.dense_weight < 0

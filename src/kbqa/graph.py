@@ -2,9 +2,20 @@
 
 ::
 
-    START -> classify -> retrieve -> generate -> check_abstention -+-> finalize -> END
-                                        ^                          |
-                                        +--------- retry <---------+  (abstained, retries < max)
+    START -> classify -> retrieve -+-> generate -> check_abstention -+-> verify -+-> finalize -> END
+                                   |       ^                         |           |      ^  ^  ^
+                                   |       +------ retry <-----------+           |      |  |  |
+                                   |           (abstained, retries < max)        v      |  |  |
+                                   |                                  fallback --+------+  |  |
+                                   |                      (still abstained)  v             |  |
+                                   |                                  web_search ----------+  |
+                                   +-> extract (no LLM) --------------------------------------+
+
+Every edge after ``check_abstention`` is conditional (:func:`~kbqa.nodes.route_after_check`,
+:func:`~kbqa.nodes.route_unresolved`): retry runs at most ``max_retries`` times (counted in
+``retries``), fallback and web search at most once each, and each can be switched off in
+:class:`~kbqa.context.Context`. The longest route is 17 node runs (``max_retries`` = 3), below
+LangGraph's recursion limit of 25.
 """
 
 from __future__ import annotations
@@ -16,11 +27,17 @@ from kbqa.context import Context
 from kbqa.nodes import (
     check_abstention,
     classify,
+    extract,
+    fallback,
     finalize,
     generate,
     retrieve,
     retry,
     route_after_check,
+    route_after_retrieve,
+    route_unresolved,
+    verify,
+    web_search,
 )
 from kbqa.state import InputState, OutputState, State
 
@@ -36,13 +53,27 @@ def build_graph() -> CompiledStateGraph[State, Context, InputState, OutputState]
     builder.add_node("generate", generate)
     builder.add_node("check_abstention", check_abstention)
     builder.add_node("retry", retry)
+    builder.add_node("verify", verify)
+    builder.add_node("fallback", fallback)
+    builder.add_node("web_search", web_search)
+    builder.add_node("extract", extract)
     builder.add_node("finalize", finalize)
     builder.add_edge(START, "classify")
     builder.add_edge("classify", "retrieve")
-    builder.add_edge("retrieve", "generate")
+    builder.add_conditional_edges("retrieve", route_after_retrieve, ["generate", "extract"])
     builder.add_edge("generate", "check_abstention")
-    builder.add_conditional_edges("check_abstention", route_after_check, ["retry", "finalize"])
+    builder.add_conditional_edges(
+        "check_abstention",
+        route_after_check,
+        ["retry", "verify", "fallback", "web_search", "finalize"],
+    )
     builder.add_edge("retry", "generate")
+    builder.add_conditional_edges(
+        "verify", route_unresolved, ["fallback", "web_search", "finalize"]
+    )
+    builder.add_conditional_edges("fallback", route_unresolved, ["web_search", "finalize"])
+    builder.add_edge("web_search", "finalize")
+    builder.add_edge("extract", "finalize")
     builder.add_edge("finalize", END)
     return builder.compile(name="kbqa")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from kbqa.llm.models import load_chat_model
+from kbqa.llm.models import QUALITY_MODEL, load_chat_model, model_installed
 from kbqa.retrieval.embedders import load_embedder
 from kbqa.retrieval.index import load_index
 from kbqa.retrieval.retriever import HybridRetriever
@@ -21,22 +21,41 @@ if TYPE_CHECKING:
 
 
 @functools.cache
-def load_retriever(index_dir: str, embedder: str) -> HybridRetriever:
-    """Load an index and its query embedder once per (index_dir, embedder).
+def load_retriever(index_dir: str, embedder: str, strategy: str | None = None) -> HybridRetriever:
+    """Load an index and its query embedder once per (index_dir, embedder, strategy).
+
+    Args:
+        strategy: The sub-index of a ``--strategy both`` directory (None: its default).
 
     Raises:
-        IndexLoadError: Missing/corrupt index or an index built with another embedder.
+        IndexLoadError: Missing/corrupt index, no such strategy, or an index built with another
+            embedder.
         ModelError: The embedder cannot be loaded.
     """
-    index = load_index(index_dir, embedder_id=embedder)
+    index = load_index(index_dir, embedder_id=embedder, strategy=strategy)
     return HybridRetriever(index, load_embedder(embedder, for_queries=True))
 
 
-def retriever_for(ctx: Context) -> HybridRetriever:
-    """The shared retriever for a run's context."""
-    return load_retriever(ctx.index_dir, ctx.embedder)
+def retriever_for(ctx: Context, strategy: str | None = None) -> HybridRetriever:
+    """The shared retriever for a run's context (``strategy="precision"``: the fallback's)."""
+    return load_retriever(ctx.index_dir, ctx.embedder, strategy)
 
 
 def chat_model_for(ctx: Context) -> BaseChatModel:
     """The shared chat model for a run's context."""
     return load_chat_model(ctx.model, ctx.n_ctx, ctx.n_threads)
+
+
+def verifier_name(ctx: Context) -> str:
+    """The verifier model: ``ctx.verifier_model``, else the quality model when installed (and
+    the generator is not a test fake), else the generator."""
+    if ctx.verifier_model:
+        return ctx.verifier_model
+    if not ctx.model.startswith("fake/") and model_installed(QUALITY_MODEL):
+        return QUALITY_MODEL
+    return ctx.model
+
+
+def verifier_for(ctx: Context) -> BaseChatModel:
+    """The shared verifier model for a run's context."""
+    return load_chat_model(verifier_name(ctx), ctx.n_ctx, ctx.n_threads)

@@ -47,6 +47,14 @@ class StageAnswer(TypedDict):
     abstained: bool
 
 
+class WebResult(TypedDict):
+    """A web search hit shown to the LLM."""
+
+    title: str
+    url: str
+    snippet: str
+
+
 class NodeTiming(TypedDict):
     """Wall time of one node run, in seconds."""
 
@@ -61,10 +69,13 @@ class OutputState(TypedDict, total=False):
         question: The question as asked.
         answer: Final short answer, or the abstention phrase.
         abstained: True when the knowledge base did not yield an answer.
-        sources: Passages given to the LLM for the final answer (hits, best first).
-        route: Names of the nodes that ran, in order.
+        sources: Passages the final answer was read from (hits, best first; web results
+            have ``chunk_id`` -1 and their URL as ``doc_id``).
+        route: Names of the nodes that ran, in order, plus ``fallback: unavailable``,
+            ``web: unavailable`` or ``web: no results`` after a node that could not run.
         retries: How many times the retry node ran.
-        answered_by: Node whose generation produced the final answer (``generate``/``retry``).
+        answered_by: Node that produced the final answer: ``generate``, ``retry``, ``verify``,
+            ``fallback``, ``web_search`` or ``extract``.
         language: ``bn`` or ``en`` (classify).
         question_type: person, date, number, location, email, list, yes/no or
             other (classify).
@@ -74,6 +85,12 @@ class OutputState(TypedDict, total=False):
         stage_answers: Cleaned answer of every answering stage in order (``generate``,
             ``retry``, ...), so evaluations can attribute the final answer and count what each
             later stage changed.
+        verified_answer: What the verifier returned (verify).
+        verify_changed: True when the verifier changed the answer (verify).
+        fallback_answer: What the precision pipeline returned (fallback).
+        web_query: The search query built from the question's key entities (web_search).
+        web_results: Search hits ``{title, url, snippet}`` given to the LLM (web_search).
+        web_error: Why the web search failed, when it did (web_search).
         timings: Seconds per node run.
     """
 
@@ -90,6 +107,12 @@ class OutputState(TypedDict, total=False):
     context_chunk_ids: list[int]
     raw_answer: str
     stage_answers: Annotated[list[StageAnswer], operator.add]
+    verified_answer: str
+    verify_changed: bool
+    fallback_answer: str
+    web_query: str
+    web_results: list[WebResult]
+    web_error: str
     timings: Annotated[list[NodeTiming], operator.add]
 
 

@@ -96,9 +96,9 @@ class BoilerplateModel:
             end -= 1
         return "\n".join(blocks[start:end] if start < end else blocks)
 
-    def report(self, top: int = 20) -> list[tuple[str, str, int, int]]:
-        """The most widespread boilerplate blocks: ``(site, block, pages holding it, pages of
-        the site)``, most widespread first."""
+    def report(self, top: int | None = 20) -> list[tuple[str, str, int, int]]:
+        """The ``top`` (None: all) most widespread boilerplate blocks: ``(site, block, pages
+        holding it, pages of the site)``, most widespread first."""
         rows = [
             (site, block, n, self.pages[site])
             for site, blocks in self.blocks.items()

@@ -17,6 +17,7 @@ Each output line is a document ``kbqa index`` reads directly: ``doc_id`` (the fi
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import logging
 import os
@@ -237,7 +238,9 @@ class Crawler:
         A redirect to a URL in ``seen`` (queued or fetched already) is not followed.
 
         Returns:
-            ``(final_url, body, charset)``; ``charset`` from the Content-Type header, if any.
+            ``(final_url, body, charset)``: the URL the page was fetched from (as the server
+            spelled it, for resolving relative links; :func:`normalize_url` gives its identity),
+            and ``charset`` from the Content-Type header, if any.
 
         Raises:
             Skip: Off-host redirect, redirect to a seen page, robots.txt, HTTP error status,
@@ -250,11 +253,17 @@ class Crawler:
             try:
                 with self.client.stream("GET", url) as resp:
                     if resp.is_redirect:
-                        target = normalize_url(resp.headers.get("location", ""), base=url)
+                        location = urljoin(url, resp.headers.get("location", "").strip())
+                        target = normalize_url(location)
                         if target is None:
                             raise Skip("redirect to a non-http URL")
                         if not self.allowed(target):
                             raise Skip("redirect off the allowed hosts")
+                        if target == normalize_url(url):
+                            # the same page under another spelling (a server adding the
+                            # trailing slash the normalised URL lacks): fetch it as given
+                            url = urldefrag(location)[0]
+                            continue
                         if target in seen:
                             raise Skip("redirect to a page already seen")
                         url = target
@@ -351,6 +360,7 @@ def crawl(
             )
         frontier: deque[tuple[str, int]] = deque((u, d) for u, d in state["frontier"])
         seen: set[str] = set(state["seen"])
+        digests: set[str] = set(state.get("digests", []))
         report.resumed_pages = int(state["pages"])
     elif out_path.exists() and out_path.stat().st_size > 0:
         raise InputError(
@@ -360,7 +370,9 @@ def crawl(
         out_path.parent.mkdir(parents=True, exist_ok=True)
         frontier = deque([(crawler.start, 0)])
         seen = {crawler.start}
+        digests = set()
     pages_total = report.resumed_pages
+    beyond: set[str] = set()
     t0 = time.perf_counter()
     bar = tqdm(total=cfg.max_pages, initial=pages_total, desc="crawl", unit="page",
                disable=not progress)  # fmt: skip
@@ -381,24 +393,35 @@ def crawl(
                     report.skip(str(result.args[0]), item[0])
                     continue
                 url, depth, final, body, charset = result
-                if final != url:
-                    if final in seen:
+                final_key = normalize_url(final) or final
+                if final_key != url:
+                    if final_key in seen:
                         report.skip("redirect to a page already seen", url)
                         continue
-                    seen.add(final)
+                    seen.add(final_key)
                 if pages_total >= cfg.max_pages:
                     frontier.appendleft(item)  # not saved: keep it for a later run
                     break
                 html = decode_html(body, charset)
                 title, text = html_to_text(html, cfg.extract)
-                if depth < cfg.max_depth:
-                    for link in crawler.links(html, final):
-                        if link not in seen:
-                            seen.add(link)
-                            frontier.append((link, depth + 1))
+                for link in crawler.links(html, final):
+                    if link in seen:
+                        continue
+                    if depth >= cfg.max_depth:
+                        if link not in beyond:  # counted once, not marked seen (a rerun
+                            beyond.add(link)  # with a larger --max-depth may want it)
+                            report.skip("beyond max_depth", link)
+                        continue
+                    seen.add(link)
+                    frontier.append((link, depth + 1))
                 if not text.strip():
                     report.skip("no text extracted", url)
                     continue
+                digest = hashlib.sha1(f"{title}\n{text}".encode()).hexdigest()
+                if digest in digests:  # e.g. "/" and "/index.html"
+                    report.skip("same text as a page already saved", url)
+                    continue
+                digests.add(digest)
                 record = {
                     "doc_id": final,
                     "url": url,
@@ -422,6 +445,7 @@ def crawl(
                     "start": crawler.start,
                     "frontier": list(frontier),
                     "seen": sorted(seen),
+                    "digests": sorted(digests),
                     "pages": pages_total,
                 },
             )

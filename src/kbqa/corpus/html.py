@@ -71,6 +71,8 @@ def html_to_text(html: str, extract: str = "full") -> tuple[str, str]:
     except (ParserError, ValueError):  # empty or unparsable document
         return "", ""
     title = " ".join((tree.findtext(".//title") or "").split())
+    for element in tree.findall(".//title"):  # stored as the title, not as text: a unique
+        element.drop_tree()  # first line would stop coverage cleaning at the top of the page
     text = html_text.extract_text(tree, guess_layout=True)
     lines = (" ".join(line.split()) for line in text.splitlines())
     return title, "\n".join(line for line in lines if line)

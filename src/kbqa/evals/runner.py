@@ -159,15 +159,23 @@ def run_config(
 
 
 def index_identity(index_dir: str | Path) -> dict[str, Any] | None:
-    """``created``, ``chunks``, ``embedder`` and ``source_sha256`` from an index's manifest, or
-    None when it has no readable manifest."""
+    """``created``, ``chunks``, ``embedder``, ``source_sha256`` and ``strategy`` of the index a
+    run searches (for a ``--strategy both`` directory, its default sub-index), or None when it
+    has no readable manifest."""
+    path = Path(index_dir)
     try:
-        manifest = json.loads((Path(index_dir) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+        if isinstance(manifest, dict) and isinstance(manifest.get("indexes"), dict):
+            sub = path / str(manifest.get("default") or next(iter(manifest["indexes"])))
+            manifest = json.loads((sub / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, StopIteration):
         return None
     if not isinstance(manifest, dict):
         return None
-    return {k: manifest.get(k) for k in ("created", "chunks", "embedder", "source_sha256")}
+    identity = {k: manifest.get(k) for k in ("created", "chunks", "embedder", "source_sha256")}
+    chunking = manifest.get("chunking")
+    identity["strategy"] = chunking.get("strategy") if isinstance(chunking, dict) else None
+    return identity
 
 
 def prepare_run_dir(

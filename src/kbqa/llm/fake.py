@@ -2,7 +2,8 @@
 
 Names: ``fake/abstain`` always returns the abstention phrase; ``fake/first-sentence`` answers
 with the first words of the first context passage; ``fake/script:<a>|<b>|...`` returns the given
-answers in turn (then repeats the last); ``fake/slow:<seconds>`` sleeps that long, then answers
+answers in turn (then repeats the last; a trailing ``#tag`` only makes the name, and so the
+cached instance, unique); ``fake/slow:<seconds>`` sleeps that long, then answers
 like ``fake/first-sentence`` (for interrupting runs in tests).
 """
 
@@ -46,7 +47,8 @@ class ScriptedChatModel(BaseChatModel):
                 raise ValueError(f"unknown fake model {name!r}") from None
             return cls(model_name=name, mode="first-sentence", n_ctx=n_ctx, delay=delay)
         if kind.startswith("script:"):
-            return cls(model_name=name, mode="script", script=kind[7:].split("|"), n_ctx=n_ctx)
+            answers = kind[7:].rsplit("#", 1)[0] if "#" in kind else kind[7:]
+            return cls(model_name=name, mode="script", script=answers.split("|"), n_ctx=n_ctx)
         raise ValueError(f"unknown fake model {name!r}")
 
     @property

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
 DEFAULT_MODEL = "gemma3-270m"
+QUALITY_MODEL = "qwen2.5-coder-1.5b"
+"""The better, slower embedded model: the verifier's default when it is installed."""
 PromptStyle = Literal["completion", "chatml"]
 
 
@@ -149,6 +151,22 @@ def resolve_model(name: str) -> tuple[Path, PromptStyle]:
     raise ModelError(
         f"unknown model {name!r}; use one of {', '.join(MODELS)}, a path to a .gguf file, "
         "or fake/<script> in tests"
+    )
+
+
+def model_installed(name: str) -> bool:
+    """True when a registered model is assembled in the cache or all its packages are
+    installed (checked without importing them)."""
+    import importlib.util
+
+    spec = MODELS.get(name)
+    if spec is None:
+        return False
+    if (cache_dir() / spec.filename).exists():
+        return True
+    return all(
+        importlib.util.find_spec(pkg.split("==")[0].replace("-", "_")) is not None
+        for pkg in spec.packages
     )
 
 

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import time
 import unicodedata
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import regex
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
+from kbqa.corpus.chunking import Chunk
 from kbqa.nodes._record import visited
 from kbqa.nodes.finalize import clean_answer
-from kbqa.state import State
+from kbqa.resources import retriever_for
+from kbqa.state import RetrievedRecord, Source, State
 
 _NON_WORD = regex.compile(r"[^\p{L}\p{M}\p{N}]+")
 
@@ -69,29 +72,76 @@ def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
     return bool(question) and norm == _norm(question)
 
 
+def judge(raw: str, ctx: Context, question: str) -> tuple[str, bool]:
+    """``(answer, abstained)`` for a model's raw output: the cleaned short answer, or the
+    abstention phrase when :func:`is_abstention` says so or nothing is left after cleaning."""
+    answer = clean_answer(raw, ctx.max_answer_chars)
+    abstained = is_abstention(raw, ctx.abstention_phrase, question) or not answer
+    return (ctx.abstention_phrase if abstained else answer), abstained
+
+
+def chunk_sources(
+    chunks: Sequence[Chunk], records: Sequence[RetrievedRecord], given: Iterable[int]
+) -> list[Source]:
+    """Sources for an answer: the retrieved hits (not padding) whose chunks the model read."""
+    shown = set(given)
+    return [
+        {
+            "doc_id": chunks[r["chunk_id"]].doc_id,
+            "title": chunks[r["chunk_id"]].title,
+            "url": chunks[r["chunk_id"]].url,
+            "chunk_id": r["chunk_id"],
+            "score": r["score"],
+        }
+        for r in records
+        if r["chunk_id"] in shown and not r["is_padding"]
+    ]
+
+
 def check_abstention(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Set ``abstained`` from ``raw_answer`` and record the stage's answer in ``stage_answers``."""
+    """Judge ``raw_answer``: set ``answer``, ``abstained``, ``answered_by`` and ``sources``, and
+    record the stage's answer in ``stage_answers``."""
     started = time.perf_counter()
     ctx = runtime.context
-    raw = state.get("raw_answer", "")
-    answer = clean_answer(raw, ctx.max_answer_chars)
-    abstained = is_abstention(raw, ctx.abstention_phrase, state["question"]) or not answer
+    answer, abstained = judge(state.get("raw_answer", ""), ctx, state["question"])
     stage = "retry" if state.get("retries", 0) > 0 else "generate"
+    chunks = retriever_for(ctx).index.chunks
     return {
+        "answer": answer,
         "abstained": abstained,
-        "stage_answers": [
-            {
-                "stage": stage,
-                "answer": ctx.abstention_phrase if abstained else answer,
-                "abstained": abstained,
-            }
-        ],
+        "answered_by": stage,
+        "sources": chunk_sources(
+            chunks, state.get("retrieved", []), state.get("context_chunk_ids", [])
+        ),
+        "stage_answers": [{"stage": stage, "answer": answer, "abstained": abstained}],
         **visited("check_abstention", started),
     }
 
 
-def route_after_check(state: State, runtime: Runtime[Context]) -> Literal["retry", "finalize"]:
-    """Retry with the wider pool while abstaining and retries remain; else finalize."""
-    if state.get("abstained") and state.get("retries", 0) < runtime.context.max_retries:
+def route_after_check(
+    state: State, runtime: Runtime[Context]
+) -> Literal["retry", "verify", "fallback", "web_search", "finalize"]:
+    """Retry with the wider pool while abstaining and retries remain; then verify (when on);
+    else go where :func:`route_unresolved` sends an abstention."""
+    ctx = runtime.context
+    if state.get("abstained") and state.get("retries", 0) < ctx.max_retries:
         return "retry"
+    if ctx.verify:
+        return "verify"
+    return route_unresolved(state, runtime)
+
+
+def route_unresolved(
+    state: State, runtime: Runtime[Context]
+) -> Literal["fallback", "web_search", "finalize"]:
+    """An answer goes to finalize; an abstention to the precision fallback, then web search,
+    each only once and only when switched on."""
+    ctx = runtime.context
+    if not state.get("abstained"):
+        return "finalize"
+    route = state.get("route", [])
+    if ctx.fallback and "fallback" not in route:
+        return "fallback"
+    if ctx.web_search != "off" and "web_search" not in route:
+        return "web_search"
     return "finalize"

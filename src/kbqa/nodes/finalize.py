@@ -10,8 +10,7 @@ from langgraph.runtime import Runtime
 
 from kbqa.context import Context
 from kbqa.nodes._record import visited
-from kbqa.resources import retriever_for
-from kbqa.state import Source, State
+from kbqa.state import State
 
 _LABEL = regex.compile(r"^\s*((উত্তর|উত্তরঃ|answer|a|ans)\s*[:ঃ\-–]|\[\s*\d+\s*\]\s*:?)\s*", regex.I)
 """A leading answer label or a passage citation marker such as ``[3]`` (the prompt numbers
@@ -37,29 +36,51 @@ def clean_answer(raw: str, max_chars: int = 200) -> str:
     return line
 
 
+_EXPLANATION = regex.compile(
+    r"\s*(?:,\s*)?(?:\bbecause\b|\bsince\b|\bas stated\b|\baccording to\b|\bwhich is\b|"
+    r"কারণ|যেহেতু|অনুযায়ী|\(.*)\s.*$",
+    regex.I,
+)
+_YES_NO = regex.compile(r"^(হ্যাঁ|হ্যা|না|yes|no)\b[\s,.;:!।-]", regex.I)
+_LEADING_PREPOSITION = regex.compile(r"^(?:on|in|at|since|by|from|around|about)\s+(?=\S)", regex.I)
+
+
+def postprocess(answer: str, question_type: str, titles: list[str]) -> str:
+    """Type-aware clean-up of a short answer (type-aware RAG seed's strict post-processing).
+
+    - a leading passage title the model copied from the prompt (``Jacksonville,_Florida: ...``)
+      is dropped;
+    - an explanation after the answer (``because ...``, ``কারণ ...``, a parenthesis) is cut;
+    - yes/no answers are reduced to ``হ্যাঁ``/``না``/``Yes``/``No``;
+    - date and location answers lose a leading English preposition (``in 1903`` -> ``1903``).
+    """
+    for title in titles:
+        for form in {title, title.replace(" ", "_")}:
+            if form and answer.startswith(f"{form}:") and len(answer) > len(form) + 2:
+                answer = answer[len(form) + 1 :].strip()
+    cut = _EXPLANATION.sub("", answer).strip(" ,;:")
+    answer = cut or answer
+    if question_type == "yes/no" and (m := _YES_NO.match(answer + " ")):
+        word = m.group(1)
+        answer = {"হ্যা": "হ্যাঁ", "yes": "Yes", "no": "No"}.get(word.lower(), word)
+    if question_type in ("date", "location"):
+        answer = _LEADING_PREPOSITION.sub("", answer)
+    return answer.rstrip(_TRAILING)
+
+
 def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Set ``answer``, ``abstained``, ``sources`` and ``answered_by``."""
+    """Post-process the answer (:func:`postprocess`), or give the abstention phrase."""
     started = time.perf_counter()
     ctx = runtime.context
-    answer = clean_answer(state.get("raw_answer", ""), ctx.max_answer_chars)
-    abstained = bool(state.get("abstained")) or not answer
-    chunks = retriever_for(ctx).index.chunks
-    given = set(state.get("context_chunk_ids", []))
-    sources: list[Source] = [
-        {
-            "doc_id": chunks[r["chunk_id"]].doc_id,
-            "title": chunks[r["chunk_id"]].title,
-            "url": chunks[r["chunk_id"]].url,
-            "chunk_id": r["chunk_id"],
-            "score": r["score"],
-        }
-        for r in state.get("retrieved", [])
-        if r["chunk_id"] in given and not r["is_padding"]
-    ]
+    answer = state.get("answer", "")
+    abstained = bool(state.get("abstained", True)) or not answer
+    if not abstained:
+        titles = [s["title"] for s in state.get("sources", []) if s.get("title")]
+        answer = postprocess(answer, state.get("question_type", "other"), titles)
+        abstained = not answer
     return {
         "answer": ctx.abstention_phrase if abstained else answer,
         "abstained": abstained,
-        "sources": sources,
-        "answered_by": "retry" if state.get("retries", 0) > 0 else "generate",
+        "answered_by": state.get("answered_by", "generate"),
         **visited("finalize", started),
     }

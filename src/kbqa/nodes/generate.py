@@ -35,6 +35,7 @@ def fit_prompt(
     style: str = "completion",
     question_type: str = "other",
     language: str = "bn",
+    variant: str = "coverage",
 ) -> tuple[list[BaseMessage], list[int], int]:
     """Render the answer prompt with as many passages as fit in ``budget`` tokens.
 
@@ -43,7 +44,7 @@ def fit_prompt(
         question: The question.
         passages: ``(rank, passage)`` pairs in prompt order; rank 1 is the best hit.
         budget: Maximum prompt tokens.
-        style, question_type, language: Passed to :func:`render_answer_prompt`.
+        style, question_type, language, variant: Passed to :func:`render_answer_prompt`.
 
     Returns:
         ``(messages, kept, tokens)``: the prompt, the indices into ``passages`` it holds, and
@@ -58,7 +59,12 @@ def fit_prompt(
     def render() -> list[BaseMessage]:
         shown = [Passage(passages[i][1].title, texts[i]) for i in kept]
         return render_answer_prompt(
-            question, shown, style=style, question_type=question_type, language=language
+            question,
+            shown,
+            style=style,
+            question_type=question_type,
+            language=language,
+            variant=variant,
         )
 
     for _ in range(len(passages) + TRUNCATION_STEPS + 1):  # each step drops a rank or cuts text
@@ -93,31 +99,70 @@ def fit_prompt(
     )
 
 
+def generate_answer(
+    model: BaseChatModel,
+    ctx: Context,
+    question: str,
+    passages: list[tuple[int, Passage]],
+    *,
+    question_type: str = "other",
+    language: str = "bn",
+    variant: str = "coverage",
+    max_tokens: int | None = None,
+) -> tuple[str, list[int], int]:
+    """Fit the reader prompt to the context window and generate.
+
+    Args:
+        model: The reader.
+        ctx: Run settings (``n_ctx``, ``max_answer_tokens``).
+        question: The question.
+        passages: ``(rank, passage)`` pairs in prompt order.
+        question_type, language, variant: See :func:`kbqa.prompts.render_answer_prompt`.
+        max_tokens: Generation budget (default ``ctx.max_answer_tokens``).
+
+    Returns:
+        ``(raw_answer, kept, prompt_tokens)``: the model's text, the indices of ``passages``
+        that fitted, and the prompt's size in tokens.
+
+    Raises:
+        ValueError: The question alone does not fit (see :func:`fit_prompt`).
+    """
+    style = getattr(model, "prompt_style", "completion")
+    messages, kept, tokens = fit_prompt(
+        model,
+        question,
+        passages,
+        ctx.n_ctx - ctx.max_answer_tokens - SAFETY_TOKENS,
+        style=style,
+        question_type=question_type,
+        language=language,
+        variant=variant,
+    )
+    stop = ANSWER_STOP if style == "completion" else None  # a chat model may open with "\n"
+    reply = model.invoke(messages, stop=stop, max_tokens=max_tokens or ctx.max_answer_tokens)
+    return str(reply.content), kept, tokens
+
+
 def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Answer from ``retrieved``; sets ``raw_answer`` and ``context_chunk_ids``."""
     started = time.perf_counter()
     ctx = runtime.context
-    model = chat_model_for(ctx)
     chunks = retriever_for(ctx).index.chunks
     records = state.get("retrieved", [])
     passages = [
         (r["rank"], Passage(chunks[r["chunk_id"]].title, chunks[r["chunk_id"]].text))
         for r in records
     ]
-    style = getattr(model, "prompt_style", "completion")
-    messages, kept, tokens = fit_prompt(
-        model,
+    raw, kept, tokens = generate_answer(
+        chat_model_for(ctx),
+        ctx,
         state["question"],
         passages,
-        ctx.n_ctx - ctx.max_answer_tokens - SAFETY_TOKENS,
-        style=style,
         question_type=state.get("question_type", "other"),
         language=state.get("language", "bn"),
     )
-    stop = ANSWER_STOP if style == "completion" else None
-    reply = model.invoke(messages, stop=stop, max_tokens=ctx.max_answer_tokens)
     return {
-        "raw_answer": str(reply.content),
+        "raw_answer": raw,
         "context_chunk_ids": [records[i]["chunk_id"] for i in kept],
         "prompt_tokens": tokens,
         **visited("generate", started),

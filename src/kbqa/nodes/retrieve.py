@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 import time
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
+from kbqa.errors import ModelError
 from kbqa.nodes._record import visited
-from kbqa.resources import retriever_for
+from kbqa.resources import chat_model_for, retriever_for
 from kbqa.state import RetrievedRecord, State
 
+log = logging.getLogger("kbqa.retrieve")
 
-def retrieve_records(question: str, k: int, ctx: Context) -> list[RetrievedRecord]:
-    """Run the shared retriever with the context's fusion settings."""
-    retriever = retriever_for(ctx)
+
+def retrieve_records(
+    question: str, k: int, ctx: Context, strategy: str | None = None
+) -> list[RetrievedRecord]:
+    """Run the shared retriever (of ``strategy``'s sub-index) with the context's fusion
+    settings."""
+    retriever = retriever_for(ctx, strategy)
     hits = retriever.retrieve(
         question,
         k,
@@ -47,3 +54,17 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "retrieved": retrieve_records(state["question"], k, runtime.context),
         **visited("retrieve", started),
     }
+
+
+def route_after_retrieve(state: State, runtime: Runtime[Context]) -> Literal["generate", "extract"]:
+    """``extract`` (no LLM) when ``use_llm`` is off or the model cannot be loaded (a missing
+    package, a missing file); else ``generate``."""
+    ctx = runtime.context
+    if not ctx.use_llm:
+        return "extract"
+    try:
+        chat_model_for(ctx)
+    except ModelError as exc:
+        log.warning("LLM unavailable, answering with the pattern extractor: %s", exc)
+        return "extract"
+    return "generate"

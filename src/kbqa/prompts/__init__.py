@@ -8,6 +8,7 @@ from kbqa.prompts.answer import (
     Passage,
     render_answer_prompt,
 )
+from kbqa.prompts.verify import render_verify_prompt
 
 __all__ = [
     "ABSTENTION_PHRASE",
@@ -15,4 +16,5 @@ __all__ = [
     "CONTEXT_MARKER",
     "Passage",
     "render_answer_prompt",
+    "render_verify_prompt",
 ]

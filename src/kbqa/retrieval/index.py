@@ -6,6 +6,7 @@ Layout::
     <index>/chunks.jsonl    the chunk store, one chunk per line, row = chunk_id
     <index>/bm25/           bm25s index (numpy arrays + JSON vocabulary)
     <index>/dense.faiss     FAISS IndexFlatIP of L2-normalised passage vectors
+    <index>/recurring_blocks.json   what the cleaning learned to remove (`kbqa index` only)
 
 The directory is written to a temporary sibling and renamed into place, so a failed or
 interrupted build never leaves a half-written index behind the old one.
@@ -40,6 +41,8 @@ MANIFEST = "manifest.json"
 CHUNKS = "chunks.jsonl"
 BM25_DIR = "bm25"
 DENSE = "dense.faiss"
+RECURRING_BLOCKS = "recurring_blocks.json"
+"""Every recurring block the cleaning learned (``kbqa index`` writes it), for checking."""
 EMBED_BATCH = 32
 
 log = logging.getLogger("kbqa.index")
@@ -73,6 +76,9 @@ class StrategyInput:
     documents: Iterable[Document]
     chunk_size: int = CHUNK_SIZE
     chunk_overlap: int = CHUNK_OVERLAP
+    extra_files: dict[str, str] = field(default_factory=dict)
+    """Files written into the sub-index directory as they are (name -> text), e.g. the
+    recurring blocks its cleaning removed."""
 
 
 @dataclass
@@ -176,6 +182,7 @@ def build_indexes(
     source: str | Path | None = None,
     progress: bool = True,
     reuse: bool = True,
+    multi: bool = True,
 ) -> BuildReport:
     """Build one sub-index per strategy into one directory, embedding each distinct chunk text
     once (``kbqa index --strategy both``; HybridRAG-BN's coverage and precision pipelines).
@@ -190,16 +197,20 @@ def build_indexes(
     Args:
         parts: Strategy name to its cleaned documents and chunking, primary first.
         out, embedder, source, progress, reuse: As in :func:`build_index`.
+        multi: False writes a single part as a plain index at ``out`` (what
+            :func:`build_index` does).
 
     Raises:
         InputError: A strategy yields no text, a bad strategy name, or a loader error.
     """
     if not parts:
         raise InputError("build_indexes needs at least one strategy")
+    if not multi and len(parts) != 1:
+        raise InputError("a single index (multi=False) holds exactly one strategy")
     for name in parts:
         if not name or name in (BM25_DIR, MANIFEST, CHUNKS, DENSE) or "/" in name or "." in name:
             raise InputError(f"{name!r} cannot name a sub-index")
-    return _build(parts, out, embedder, source=source, progress=progress, reuse=reuse, multi=True)
+    return _build(parts, out, embedder, source=source, progress=progress, reuse=reuse, multi=multi)
 
 
 def _build(
@@ -227,14 +238,18 @@ def _build(
     chunked: dict[str, tuple[int, list[Chunk]]] = {}
     for name, part in parts.items():
         desc = f"chunk {name}" if multi else "chunk"
-        n_docs, chunks = _chunk_all(part, desc=desc, progress=progress)
+        n_docs, empty, chunks = _chunk_all(part, desc=desc, progress=progress)
         if not chunks:
             what = f"{source or 'knowledge base'}" + (f" ({name})" if multi else "")
             raise InputError(f"{what}: no text to index{_empty_reason(n_docs)}")
         chunked[name] = (n_docs, chunks)
         report.documents += n_docs
         report.chunks += len(chunks)
-        report.per_strategy[name] = {"documents": n_docs, "chunks": len(chunks)}
+        report.per_strategy[name] = {
+            "documents": n_docs,
+            "empty_documents": empty,
+            "chunks": len(chunks),
+        }
     report.stage_seconds["load+chunk"] = time.perf_counter() - t0
 
     try:
@@ -254,7 +269,7 @@ def _build(
             if not any(bm25_tokens):
                 raise InputError(f"{source or 'knowledge base'}: no indexable words (only symbols)")
             retriever = bm25s.BM25()
-            retriever.index(bm25_tokens, show_progress=progress)
+            retriever.index(bm25_tokens, show_progress=False)  # four bars per index otherwise
             retriever.save(str((tmp / name if multi else tmp) / BM25_DIR), show_progress=False)
         report.stage_seconds["bm25"] = time.perf_counter() - t0
 
@@ -325,11 +340,14 @@ def _build(
                         "overlap": part.chunk_overlap,
                     },
                     "documents": n_docs,
+                    "empty_documents": report.per_strategy[name]["empty_documents"],
                     "chunks": len(chunks),
                 }
                 | prov
             )
             _write_json(where / MANIFEST, manifest)
+            for fname, text in parts[name].extra_files.items():
+                (where / Path(fname).name).write_text(text, encoding="utf-8")
         if multi:
             top = (
                 base
@@ -363,17 +381,19 @@ def _build(
     return report
 
 
-def _chunk_all(part: StrategyInput, *, desc: str, progress: bool) -> tuple[int, list[Chunk]]:
+def _chunk_all(part: StrategyInput, *, desc: str, progress: bool) -> tuple[int, int, list[Chunk]]:
+    """``(documents read, documents without any chunk, chunks)``."""
     from tqdm import tqdm
 
     chunks: list[Chunk] = []
     seen_ids: set[str] = set()
-    n_docs = 0
+    n_docs = empty = 0
     for doc in tqdm(part.documents, desc=desc, unit="doc", disable=not progress):
         if doc.doc_id in seen_ids:
             log.warning("duplicate doc_id %r: its chunks are kept under the same id", doc.doc_id)
         seen_ids.add(doc.doc_id)
         n_docs += 1
+        before = len(chunks)
         chunks.extend(
             chunk_document(
                 doc.doc_id,
@@ -385,7 +405,8 @@ def _chunk_all(part: StrategyInput, *, desc: str, progress: bool) -> tuple[int, 
                 overlap=part.chunk_overlap,
             )
         )
-    return n_docs, chunks
+        empty += len(chunks) == before
+    return n_docs, empty, chunks
 
 
 def _empty_reason(n_docs: int) -> str:

@@ -1,0 +1,71 @@
+"""fallback: answer an abstention again from the precision index (HybridRAG-BN Approach 1).
+
+HybridRAG-BN keeps a second pipeline, built on the precision knowledge base (aggressive
+boilerplate removal, ~1000-character chunks), and asks it when the primary one abstains. Here
+that is the ``precision`` sub-index of a ``kbqa index --strategy both`` directory, read with the
+stricter precision prompt, which may abstain too. Its answer replaces the abstention only when
+it is not one. An index without a precision part records ``fallback: unavailable``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from kbqa.context import Context
+from kbqa.errors import IndexLoadError
+from kbqa.nodes._record import visited
+from kbqa.nodes.check_abstention import chunk_sources, judge
+from kbqa.nodes.generate import generate_answer
+from kbqa.nodes.retrieve import retrieve_records
+from kbqa.prompts import Passage
+from kbqa.resources import chat_model_for, retriever_for
+from kbqa.state import State
+
+PRECISION = "precision"
+log = logging.getLogger("kbqa.fallback")
+
+
+def fallback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Retrieve ``k`` chunks from the precision index and answer with the precision prompt."""
+    started = time.perf_counter()
+    ctx = runtime.context
+    try:
+        chunks = retriever_for(ctx, PRECISION).index.chunks
+    except IndexLoadError as exc:
+        log.info("no precision index: %s", exc)
+        done = visited("fallback", started)
+        return {"route": [*done["route"], "fallback: unavailable"], "timings": done["timings"]}
+    records = retrieve_records(state["question"], ctx.k, ctx, PRECISION)
+    passages = [
+        (r["rank"], Passage(chunks[r["chunk_id"]].title, chunks[r["chunk_id"]].text))
+        for r in records
+    ]
+    raw, kept, _ = generate_answer(
+        chat_model_for(ctx),
+        ctx,
+        state["question"],
+        passages,
+        question_type=state.get("question_type", "other"),
+        language=state.get("language", "bn"),
+        variant=PRECISION,
+    )
+    answer, abstained = judge(raw, ctx, state["question"])
+    update: dict[str, Any] = {
+        "fallback_answer": answer,
+        "stage_answers": [{"stage": "fallback", "answer": answer, "abstained": abstained}],
+        **visited("fallback", started),
+    }
+    if not abstained:
+        given = [records[i]["chunk_id"] for i in kept]
+        update |= {
+            "answer": answer,
+            "abstained": False,
+            "answered_by": "fallback",
+            "raw_answer": raw,
+            "sources": chunk_sources(chunks, records, given),
+        }
+    return update

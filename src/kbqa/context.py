@@ -104,10 +104,10 @@ class Context:
         },
     )
     web_search: str = field(
-        default="ddgs",
+        default_factory=lambda: _env("KBQA_WEB_SEARCH", "ddgs"),
         metadata={
             "description": "When still unanswered, search the web: ddgs (DuckDuckGo), off, or "
-            "static:PATH (a JSON file of results)."
+            "static:PATH (a JSON file of results) (env KBQA_WEB_SEARCH)."
         },
     )
     web_timeout: float = field(

@@ -126,33 +126,62 @@ def answer_in_context_evaluator(
     }
 
 
-def expected_route(reference_outputs: dict[str, Any], max_retries: int = 1) -> list[str]:
-    """The trajectory a question should take.
+def route_stages(ctx: Any) -> dict[str, Any]:
+    """The settings of a :class:`~kbqa.context.Context` that shape the route, as keyword
+    arguments for :func:`expected_route`, :func:`trajectory_evaluator` and :func:`score_all`."""
+    return {
+        "max_retries": ctx.max_retries,
+        "verify": ctx.verify,
+        "fallback": ctx.fallback,
+        "web_search": ctx.web_search != "off",
+        "use_llm": ctx.use_llm,
+    }
 
-    ``reference_outputs["route"]`` when given; otherwise an answerable question is answered on
-    the first pass (:data:`DIRECT_ROUTE`) and an unanswerable one abstains through every retry.
+
+def expected_route(
+    reference_outputs: dict[str, Any],
+    max_retries: int = 1,
+    *,
+    verify: bool = False,
+    fallback: bool = False,
+    web_search: bool = False,
+    use_llm: bool = True,
+) -> list[str]:
+    """The trajectory a question should take (node names only; status entries such as
+    ``web: unavailable`` are not part of it).
+
+    ``reference_outputs["route"]`` when given. Otherwise an answerable question is answered on
+    the first pass (:data:`DIRECT_ROUTE`, then ``verify`` when on), and an unanswerable one
+    abstains through every retry, the verifier, the fallback and the web search that are on.
+    Without an LLM, both go ``classify, retrieve, extract, finalize``.
     """
     if reference_outputs.get("route"):
         return list(reference_outputs["route"])
+    head = list(DIRECT_ROUTE[:4])
+    if not use_llm:
+        return [*head[:2], "extract", "finalize"]
     if reference_outputs.get("answerable", True):
-        return list(DIRECT_ROUTE)
-    head, tail = list(DIRECT_ROUTE[:4]), ["retry", "generate", "check_abstention"]
-    return head + tail * max_retries + ["finalize"]
+        return head + (["verify"] if verify else []) + ["finalize"]
+    tail = ["retry", "generate", "check_abstention"] * max_retries
+    stages = [name for name, on in (("verify", verify), ("fallback", fallback),
+                                    ("web_search", web_search)) if on]  # fmt: skip
+    return head + tail + stages + ["finalize"]
 
 
-def trajectory_evaluator(max_retries: int = 1) -> Evaluator:
-    """``trajectory``: 1 when the route the graph took equals :func:`expected_route` (as in
-    LangGraph's CRAG evaluation, which compares tool-call trajectories)."""
+def trajectory_evaluator(max_retries: int = 1, **stages: bool) -> Evaluator:
+    """``trajectory``: 1 when the route the graph took (its node names) equals
+    :func:`expected_route` (as in LangGraph's CRAG evaluation, which compares tool-call
+    trajectories). ``stages``: ``verify``, ``fallback``, ``web_search``, ``use_llm``."""
 
     def trajectory(outputs: dict[str, Any], reference_outputs: dict[str, Any]) -> EvaluatorResult:
-        route = list(outputs.get("route") or [])
-        expected = expected_route(reference_outputs, max_retries)
+        route = [r for r in outputs.get("route") or [] if ": " not in r]
+        expected = expected_route(reference_outputs, max_retries, **stages)
         return {"key": "trajectory", "score": float(route == expected)}
 
     return trajectory
 
 
-def default_evaluators(max_retries: int = 1) -> list[Callable[..., Any]]:
+def default_evaluators(max_retries: int = 1, **stages: bool) -> list[Callable[..., Any]]:
     """All evaluators of a ``kbqa eval`` run."""
     return [
         exact_match_evaluator,
@@ -162,16 +191,19 @@ def default_evaluators(max_retries: int = 1) -> list[Callable[..., Any]]:
         recall_evaluator,
         answer_recall_evaluator,
         answer_in_context_evaluator,
-        trajectory_evaluator(max_retries),
+        trajectory_evaluator(max_retries, **stages),
     ]
 
 
 def score_all(
-    outputs: dict[str, Any], reference_outputs: dict[str, Any], max_retries: int = 1
+    outputs: dict[str, Any],
+    reference_outputs: dict[str, Any],
+    max_retries: int = 1,
+    **stages: bool,
 ) -> dict[str, float]:
     """Every applicable evaluator's score by key, computed locally (what a run record stores)."""
     scores: dict[str, float] = {}
-    for ev in default_evaluators(max_retries):
+    for ev in default_evaluators(max_retries, **stages):
         res = ev(outputs, reference_outputs)
         for r in res.get("results", [res]):
             if r["score"] is not None:

@@ -30,7 +30,7 @@ from kbqa import __version__
 from kbqa.context import Context
 from kbqa.errors import InputError, KBQAError
 from kbqa.evals.datasets import Question, example_id, push_dataset, to_examples
-from kbqa.evals.evaluators import RECALL_KS, default_evaluators, score_all
+from kbqa.evals.evaluators import RECALL_KS, default_evaluators, route_stages, score_all
 from kbqa.evals.summary import summarize
 from kbqa.evals.tracing import langsmith_client, upload_enabled
 from kbqa.resources import chat_model_for, retriever_for
@@ -106,15 +106,18 @@ def make_record(
         "route": out.get("route", []),
         "answered_by": out.get("answered_by"),
         "stage_answers": out.get("stage_answers", []),
+        "raw_answer": out.get("raw_answer", ""),
+        "verify_changed": out.get("verify_changed"),
+        "web_query": out.get("web_query"),
         "question_type": out.get("question_type"),
         "language": out.get("language"),
         "retrieved_doc_ids": out.get("retrieved_doc_ids", []),
         "context_chunk_ids": out.get("context_chunk_ids", []),
         # a question the graph could not run is wrong on every count, abstention included
         "scores": (
-            {k: 0.0 for k in score_all(out, q.reference(), ctx.max_retries)}
+            {k: 0.0 for k in score_all(out, q.reference(), **route_stages(ctx))}
             if "error" in out
-            else score_all(out, q.reference(), ctx.max_retries)
+            else score_all(out, q.reference(), **route_stages(ctx))
         ),
         "seconds": round(float(out.get("graph_seconds", 0.0)), 4),
         "timings": timings,
@@ -382,7 +385,7 @@ def evaluate_questions(
             results = evaluate(
                 target,
                 data=examples,
-                evaluators=default_evaluators(ctx.max_retries),
+                evaluators=default_evaluators(**route_stages(ctx)),
                 client=client,
                 upload_results=upload,
                 max_concurrency=max_concurrency,

@@ -251,3 +251,49 @@ def test_extract_full_keeps_navigation_main_drops_it(
     assert "/redir-off" not in texts["main"]
     with pytest.raises(ValueError, match="extract must be one of full, main"):
         CrawlConfig(extract="everything")
+
+
+def test_resume_after_a_kill_between_writing_a_page_and_saving_the_state(
+    site: tuple[str, Counter[str]], tmp_path: Path
+) -> None:
+    start, _ = site
+    out = tmp_path / "corpus.jsonl"
+    crawl(start, out, CrawlConfig(max_pages=3, delay=0.0, concurrency=1), progress=False)
+    state = json.loads((tmp_path / "corpus.jsonl.crawl-state.json").read_text())
+    next_url = state["frontier"][0][0]
+    # the page written, the state not yet saved, then a torn line from the kill
+    extra = {"doc_id": next_url, "url": next_url, "final_url": next_url, "title": "x", "text": "x"}
+    with out.open("a") as fh:
+        fh.write(json.dumps(extra) + "\n" + '{"doc_id": "torn')
+    crawl(start, out, CrawlConfig(max_pages=8, delay=0.0, concurrency=1), progress=False)
+    urls = [r["final_url"] for r in records(out)]
+    assert len(urls) == len(set(urls)) == 8
+
+
+def test_pages_left_in_a_batch_at_max_pages_are_kept_for_later(
+    site: tuple[str, Counter[str]], tmp_path: Path
+) -> None:
+    start, _ = site
+    out = tmp_path / "corpus.jsonl"
+    crawl(start, out, CrawlConfig(max_pages=2, delay=0.0, concurrency=4), progress=False)
+    every = tmp_path / "every.jsonl"
+    crawl(start, every, CrawlConfig(max_pages=100, delay=0.0, concurrency=4), progress=False)
+    crawl(start, out, CrawlConfig(max_pages=100, delay=0.0, concurrency=4), progress=False)
+    assert {r["final_url"] for r in records(out)} == {r["final_url"] for r in records(every)}
+
+
+def test_a_damaged_or_mismatched_state_is_a_clear_error(
+    site: tuple[str, Counter[str]], tmp_path: Path
+) -> None:
+    start, _ = site
+    out = tmp_path / "corpus.jsonl"
+    state = tmp_path / "corpus.jsonl.crawl-state.json"
+    crawl(start, out, CrawlConfig(max_pages=3, delay=0.0), progress=False)
+    out.write_text(out.read_text().splitlines(keepends=True)[0])
+    with pytest.raises(InputError, match="holds 1 pages but its crawl state"):
+        crawl(start, out, FAST, progress=False)
+    state.write_text('{"start": "x"')
+    with pytest.raises(InputError, match=r"crawl state .* is damaged"):
+        crawl(start, out, FAST, progress=False)
+    with pytest.raises(ValueError, match="delay must be"):
+        CrawlConfig(delay=float("nan"))

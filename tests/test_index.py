@@ -228,3 +228,35 @@ class CountingTextsEmbedder(HashEmbedder):
     def embed_passages(self, texts: list[str]):  # type: ignore[no-untyped-def]
         self.seen.extend(texts)
         return super().embed_passages(texts)
+
+
+def test_a_rebuild_never_deletes_files_kbqa_did_not_write(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    build_index(DOCS, out, HashEmbedder(), progress=False)
+    (out / "mykb.jsonl").write_text("precious")
+    with pytest.raises(InputError, match=r"holds files kbqa did not write \(mykb\.jsonl\)"):
+        build_index(DOCS, out, HashEmbedder(), progress=False)
+    assert (out / "mykb.jsonl").read_text() == "precious"
+
+
+def test_a_corrupt_index_can_be_rebuilt_in_place(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    build_index(DOCS, out, HashEmbedder(), progress=False)
+    (out / "manifest.json").write_text("{garbled")
+    build_index(DOCS, out, HashEmbedder(), progress=False)
+    assert load_index(out).chunks
+
+
+def test_a_sub_index_is_not_overwritten_alone(tmp_path: Path) -> None:
+    build_indexes(_parts(DOCS), tmp_path / "idx", HashEmbedder(), progress=False)
+    with pytest.raises(InputError, match="is the 'precision' part of the index"):
+        build_index(DOCS, tmp_path / "idx" / "precision", HashEmbedder(), progress=False)
+
+
+def test_a_broken_sub_index_only_loses_its_own_vectors(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    build_indexes(_parts(DOCS), out, HashEmbedder(), progress=False)
+    (out / "precision" / "dense.faiss").unlink()
+    emb = CountingTextsEmbedder()
+    report = build_indexes(_parts(DOCS), out, emb, progress=False)
+    assert report.reused_chunks == report.distinct_texts and emb.seen == []

@@ -44,6 +44,8 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 MAX_REDIRECTS = 5
 USER_AGENT = f"kbqa/{__version__} (knowledge-base crawler)"
 STATE_SUFFIX = ".crawl-state.json"
+PAGE_TIME_FACTOR = 4
+"""A page must download within this many ``timeout``s (the timeout applies per read)."""
 
 
 @dataclass(frozen=True)
@@ -85,8 +87,10 @@ class CrawlConfig:
         for name in ("max_depth", "delay"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        if self.timeout <= 0:
-            raise ValueError(f"timeout must be > 0, got {self.timeout!r}")
+        if not 0 < self.timeout < 3600:
+            raise ValueError(f"timeout must be > 0 and < 3600 seconds, got {self.timeout!r}")
+        if not 0 <= self.delay < 3600:  # also refuses nan and inf
+            raise ValueError(f"delay must be >= 0 and < 3600 seconds, got {self.delay!r}")
         if self.extract not in EXTRACT_MODES:
             raise ValueError(
                 f"extract must be one of {', '.join(EXTRACT_MODES)}, got {self.extract!r}"
@@ -253,7 +257,9 @@ class Crawler:
             try:
                 with self.client.stream("GET", url) as resp:
                     if resp.is_redirect:
-                        location = urljoin(url, resp.headers.get("location", "").strip())
+                        if not resp.headers.get("location", "").strip():
+                            raise Skip("redirect without a Location")
+                        location = urljoin(url, resp.headers["location"].strip())
                         target = normalize_url(location)
                         if target is None:
                             raise Skip("redirect to a non-http URL")
@@ -277,10 +283,13 @@ class Crawler:
                     if length.isdigit() and int(length) > self.config.max_bytes:
                         raise Skip("larger than max_bytes")
                     body = bytearray()
+                    deadline = time.monotonic() + PAGE_TIME_FACTOR * self.config.timeout
                     for chunk in resp.iter_bytes():
                         body += chunk
                         if len(body) > self.config.max_bytes:
                             raise Skip("larger than max_bytes")
+                        if time.monotonic() > deadline:  # a server dripping bytes
+                            raise Skip("page took too long to download")
                     return url, bytes(body), resp.charset_encoding
             except httpx.TimeoutException:
                 raise Skip("timeout") from None
@@ -304,6 +313,49 @@ class Crawler:
             url = normalize_url(link)
             if url is not None and self.allowed(url):
                 yield url
+
+
+def _load_state(path: Path) -> dict[str, Any]:
+    """The saved crawl state; a damaged one is an error that names the file."""
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(state, dict):
+            raise ValueError("not a JSON object")
+        for key in ("start", "frontier", "seen", "pages"):
+            if key not in state:
+                raise ValueError(f"no {key!r}")
+        [(str(u), int(d)) for u, d in state["frontier"]]
+        int(state["pages"])
+    except (OSError, ValueError, TypeError) as exc:
+        raise InputError(
+            f"the crawl state {path} is damaged ({exc}); delete it to start the crawl over"
+        ) from None
+    return state
+
+
+def _saved_pages(out: Path) -> tuple[int, set[str]]:
+    """Pages in a corpus file and their normalised URLs (requested and final). A torn last
+    line (a kill in the middle of writing it) is cut off."""
+    if not out.is_file():
+        return 0, set()
+    data = out.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        log.warning("%s: dropping a torn last line (%d bytes)", out, len(data) - cut)
+        with out.open("r+b") as fh:
+            fh.truncate(cut)
+        data = data[:cut]
+    urls: set[str] = set()
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    for n, line in enumerate(lines, start=1):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            raise InputError(f"{out}:{n} is not a crawl record; use another --out") from None
+        for key in ("url", "final_url"):
+            if isinstance(rec, dict) and isinstance(rec.get(key), str):
+                urls.add(normalize_url(rec[key]) or rec[key])
+    return len(lines), urls
 
 
 def _state_path(out: Path) -> Path:
@@ -352,7 +404,7 @@ def crawl(
         raise InputError(f"cannot write the corpus to {out_path}: it is a directory")
     report = CrawlReport()
     if state_path.is_file():
-        state = json.loads(state_path.read_text(encoding="utf-8"))
+        state = _load_state(state_path)
         if state.get("start") != crawler.start:
             raise InputError(
                 f"{out_path} belongs to a crawl of {state.get('start')}, not {crawler.start}; "
@@ -361,7 +413,18 @@ def crawl(
         frontier: deque[tuple[str, int]] = deque((u, d) for u, d in state["frontier"])
         seen: set[str] = set(state["seen"])
         digests: set[str] = set(state.get("digests", []))
-        report.resumed_pages = int(state["pages"])
+        n_saved, saved = _saved_pages(out_path)
+        if n_saved < int(state["pages"]):
+            raise InputError(
+                f"{out_path} holds {n_saved} pages but its crawl state "
+                f"({state_path.name}) says {state['pages']} were saved: the file was changed. "
+                "Use another --out, or delete the state file to start over"
+            )
+        # pages written after the state was last saved (a kill between the two): keep them,
+        # and do not fetch them again
+        seen.update(saved)
+        frontier = deque(item for item in frontier if item[0] not in saved)
+        report.resumed_pages = n_saved
     elif out_path.exists() and out_path.stat().st_size > 0:
         raise InputError(
             f"{out_path} exists and has no crawl state ({state_path.name}); use another --out"
@@ -388,7 +451,7 @@ def crawl(
     with out_path.open("a", encoding="utf-8") as fh, ThreadPoolExecutor(cfg.concurrency) as pool:
         while frontier and pages_total < cfg.max_pages:
             batch = [frontier.popleft() for _ in range(min(cfg.concurrency, len(frontier)))]
-            for item, result in zip(batch, pool.map(work, batch), strict=True):
+            for i, (item, result) in enumerate(zip(batch, pool.map(work, batch), strict=True)):
                 if isinstance(result, Skip):
                     report.skip(str(result.args[0]), item[0])
                     continue
@@ -400,7 +463,8 @@ def crawl(
                         continue
                     seen.add(final_key)
                 if pages_total >= cfg.max_pages:
-                    frontier.appendleft(item)  # not saved: keep it for a later run
+                    # not saved: keep it and the rest of the batch for a later run
+                    frontier.extendleft(reversed(batch[i:]))
                     break
                 html = decode_html(body, charset)
                 title, text = html_to_text(html, cfg.extract)

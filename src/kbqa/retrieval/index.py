@@ -229,8 +229,7 @@ def _build(
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs each build step at DEBUG
     out = Path(out).resolve()
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not is_index_dir(out))):
-        raise InputError(f"{out} exists and is not a kbqa index; refusing to overwrite it")
+    _check_replaceable(out)
     if source is not None and Path(source).resolve() in (out, *out.parents):
         raise InputError(f"the index {out} cannot be written inside the knowledge base {source}")
     report = BuildReport()
@@ -381,6 +380,66 @@ def _build(
     return report
 
 
+INDEX_ENTRIES = frozenset({MANIFEST, CHUNKS, BM25_DIR, DENSE, RECURRING_BLOCKS})
+"""What an index directory holds; a directory with anything else is never replaced."""
+
+
+def _check_replaceable(out: Path) -> None:
+    """Refuse to write an index over anything but an empty directory or a kbqa index (intact
+    or corrupt): replacing the directory would delete every other file in it.
+
+    Raises:
+        InputError: ``out`` is a file, holds files kbqa did not write, has a manifest kbqa did
+            not write, or is one sub-index of a ``--strategy both`` directory.
+    """
+    parent_manifest = out.parent / MANIFEST
+    if parent_manifest.is_file():
+        try:
+            top = json.loads(parent_manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            top = None
+        if isinstance(top, dict) and out.name in (top.get("indexes") or {}):
+            raise InputError(
+                f"{out} is the {out.name!r} part of the index {out.parent}; rebuild that "
+                "directory instead (kbqa index KB --out DIR --strategy both)"
+            )
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise InputError(f"{out} exists and is a file, not an index directory")
+    entries = {e.name: e for e in out.iterdir()}
+    if not entries:
+        return
+    manifest: Any = None
+    if MANIFEST in entries:
+        try:
+            manifest = json.loads(entries[MANIFEST].read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = "corrupt"
+        if manifest != "corrupt" and not is_index_dir(out):
+            raise InputError(
+                f"{out} is not a kbqa index (its {MANIFEST} was not written by kbqa); "
+                "refusing to overwrite it"
+            )
+    subs = set(manifest.get("indexes") or {}) if isinstance(manifest, dict) else set()
+    foreign = []
+    for name, entry in sorted(entries.items()):
+        if name in INDEX_ENTRIES:
+            continue
+        inner = {e.name for e in entry.iterdir()} if entry.is_dir() else None
+        if (name in subs or manifest in (None, "corrupt")) and inner and inner <= INDEX_ENTRIES:
+            continue  # a sub-index of a --strategy both directory
+        foreign.append(name)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise InputError(
+            f"{out} is not a kbqa index: it holds files kbqa did not write ({shown}); "
+            "refusing to replace it, as that would delete them"
+        )
+    if manifest is None and not entries.keys() & {CHUNKS, DENSE, BM25_DIR} and not subs:
+        raise InputError(f"{out} exists and is not a kbqa index; refusing to overwrite it")
+
+
 def _chunk_all(part: StrategyInput, *, desc: str, progress: bool) -> tuple[int, int, list[Chunk]]:
     """``(documents read, documents without any chunk, chunks)``."""
     from tqdm import tqdm
@@ -430,18 +489,22 @@ def _reusable_vectors(out: Path, embedder: Embedder) -> dict[bytes, npt.NDArray[
         if manifest.get("embedder") != embedder.id or manifest.get("embedding_dim") != embedder.dim:
             return found
         dirs = [out / n for n in manifest["indexes"]] if "indexes" in manifest else [out]
-        for d in dirs:
+    except Exception as exc:  # an unreadable old index only means nothing is reused
+        log.warning("not reusing vectors from %s: %s", out, exc)
+        return found
+    for d in dirs:  # a broken sub-index costs only its own vectors
+        try:
             with (d / CHUNKS).open(encoding="utf-8") as fh:
                 texts = [dense_text(Chunk(**json.loads(line))) for line in fh]
             dense = faiss.read_index(str(d / DENSE))
             if dense.ntotal != len(texts) or dense.d != embedder.dim:
-                continue
+                raise ValueError(f"{len(texts)} chunks but {dense.ntotal} vectors")
             matrix = dense.reconstruct_n(0, dense.ntotal)
-            for text, vec in zip(texts, matrix, strict=True):
-                found[hashlib.sha256(text.encode()).digest()] = vec
-    except Exception as exc:  # an unreadable old index only means nothing is reused
-        log.info("not reusing vectors from %s: %s", out, exc)
-        return {}
+        except Exception as exc:
+            log.warning("not reusing vectors from %s: %s", d, exc)
+            continue
+        for text, vec in zip(texts, matrix, strict=True):
+            found[hashlib.sha256(text.encode()).digest()] = vec
     return found
 
 

@@ -33,8 +33,9 @@ log = logging.getLogger("kbqa.web")
 
 _QUOTED = regex.compile(r"[\"“«‘']([^\"”»’']{2,80})[\"”»’']")
 _CAPITALISED = regex.compile(
-    r"\b[A-Z][\p{L}\p{M}'’\-]*(?:\s+(?:of|de|the|and|[A-Z][\p{L}\p{M}'’\-]*))*"
+    r"\b[A-Z][\p{L}\p{M}'’\-]*(?:\s+(?:(?:of|de|the|and|in|for|on)\s+)*[A-Z][\p{L}\p{M}'’\-]*)*"
 )
+"""A run of capitalised words, with connectors inside it (``Nobel Prize in Physics``)."""
 _WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+(?:[.\-'][\p{L}\p{M}\p{N}]+)*")
 BN_PARTICLES = (
     "টির",

@@ -1,0 +1,85 @@
+"""The no-LLM extractor, web query entities and answer post-processing (table-driven)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbqa.nodes.extract import PATTERNS, extract_answer, sentences
+from kbqa.nodes.finalize import postprocess
+from kbqa.nodes.web_search import key_entities, web_query
+
+BN = "তিনি ১৯৭১ সালের ২৬ মার্চ জন্মগ্রহণ করেন, ইমেইল: info@example.com.bd"
+EN = (
+    "The office is in 387 Soda Hall. Call +1 (510) 642-1042 or see https://eecs.berkeley.edu/"
+    "contact. Prof. Dan Klein teaches CS 288. Advanced NLP is course 11-711. The river is "
+    "120 km long. Applications close on March 15, 2026."
+)
+PASSAGES = [(0, BN), (1, EN), (2, "পদ্মা নদীর দৈর্ঘ্য ১২০ কিলোমিটার। নদীটি ১৯৫০ সালে জরিপ করা হয়।")]
+
+
+@pytest.mark.parametrize(
+    ("question", "qtype", "answer", "method"),
+    [
+        ("তিনি কবে জন্মগ্রহণ করেন?", "date", "১৯৭১ সালের ২৬ মার্চ", "date"),
+        ("তিনি কোন সালে জন্মগ্রহণ করেন?", "date", "১৯৭১ সালে", "year"),
+        ("তাঁর ইমেইল কী?", "email", "info@example.com.bd", "email"),
+        ("What is the phone number of the office?", "other", "+1 (510) 642-1042", "phone"),
+        ("What is the website of the office?", "other", "https://eecs.berkeley.edu/contact", "url"),
+        ("Who teaches CS 288?", "person", "Prof. Dan Klein", "person"),
+        ("What is the course number of Advanced NLP?", "other", "11-711", "course"),
+        ("পদ্মা নদীর দৈর্ঘ্য কত?", "number", "১২০ কিলোমিটার", "number"),
+        ("When do applications close?", "date", "March 15, 2026", "date"),
+        ("Is the office in Soda Hall?", "yes/no", "Yes", "yes/no"),
+    ],
+)
+def test_typed_extraction(question: str, qtype: str, answer: str, method: str) -> None:
+    found = extract_answer(question, qtype, PASSAGES, "bn" if qtype == "date" else "en")
+    assert found is not None and (found.answer, found.method) == (answer, method)
+
+
+def test_untyped_questions_take_the_novel_words_of_the_best_sentence() -> None:
+    found = extract_answer("Where is the office?", "location", PASSAGES, "en")
+    assert found is not None and found.method == "overlap" and "387 Soda Hall" in found.answer
+
+
+def test_no_shared_word_means_no_answer() -> None:
+    assert extract_answer("Who won the 1966 World Cup?", "person", PASSAGES[2:], "en") is None
+
+
+def test_bangla_words_stay_whole() -> None:
+    # Python's re \\w does not match vowel signs: জন্মগ্রহণ would split there
+    assert PATTERNS["year"].findall(BN) == ["১৯৭১ সালে"]
+    assert sentences("Prof. Dan Klein teaches. ড. ইউনূস এসেছেন। আর কেউ না।") == [
+        "Prof. Dan Klein teaches.",
+        "ড. ইউনূস এসেছেন।",
+        "আর কেউ না।",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("question", "entities"),
+    [
+        ("Who won the Nobel Prize in Physics in 1903?", ["Nobel Prize in Physics", "won", "1903"]),
+        ('What does "Context-free grammar" mean?', ["Context-free grammar", "mean"]),
+        ("রবীন্দ্রনাথ ঠাকুরের জন্ম কোথায়?", ["রবীন্দ্রনাথ", "ঠাকুর", "জন্ম"]),
+    ],
+)
+def test_key_entities(question: str, entities: list[str]) -> None:
+    assert key_entities(question) == entities
+    assert len(web_query(question).split()) <= 8
+
+
+@pytest.mark.parametrize(
+    ("answer", "qtype", "titles", "expected"),
+    [
+        ("Jacksonville,_Florida: 1822", "date", ["Jacksonville, Florida"], "1822"),
+        ("হ্যাঁ, তিনি ছিলেন", "yes/no", [], "হ্যাঁ"),
+        ("no, it was not", "yes/no", [], "No"),
+        ("in 1903 because she won", "date", [], "1903"),
+        ("Paris (the capital)", "location", [], "Paris"),
+        ("ঢাকা কারণ এটি রাজধানী", "location", [], "ঢাকা"),
+        ("Marie Curie", "person", [], "Marie Curie"),
+    ],
+)
+def test_postprocess(answer: str, qtype: str, titles: list[str], expected: str) -> None:
+    assert postprocess(answer, qtype, titles) == expected

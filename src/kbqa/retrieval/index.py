@@ -484,6 +484,8 @@ def _reusable_vectors(out: Path, embedder: Embedder) -> dict[bytes, npt.NDArray[
     import faiss
 
     found: dict[bytes, npt.NDArray[np.float32]] = {}
+    if not (out / MANIFEST).is_file():
+        return found  # nothing built there yet
     try:
         manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
         if manifest.get("embedder") != embedder.id or manifest.get("embedding_dim") != embedder.dim:

@@ -19,10 +19,9 @@ from kbqa.context import Context
 from kbqa.errors import IndexLoadError
 from kbqa.nodes._record import visited
 from kbqa.nodes.check_abstention import chunk_sources, judge
-from kbqa.nodes.generate import generate_answer
+from kbqa.nodes.generate import answer_state, chunk_passages
 from kbqa.nodes.retrieve import retrieve_records
-from kbqa.prompts import Passage
-from kbqa.resources import chat_model_for, retriever_for
+from kbqa.resources import retriever_for
 from kbqa.state import State
 
 PRECISION = "precision"
@@ -37,22 +36,9 @@ def fallback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         chunks = retriever_for(ctx, PRECISION).index.chunks
     except IndexLoadError as exc:
         log.info("no precision index: %s", exc)
-        done = visited("fallback", started)
-        return {"route": [*done["route"], "fallback: unavailable"], "timings": done["timings"]}
+        return visited("fallback", started, "fallback: unavailable")
     records = retrieve_records(state["question"], ctx.k, ctx, PRECISION)
-    passages = [
-        (r["rank"], Passage(chunks[r["chunk_id"]].title, chunks[r["chunk_id"]].text))
-        for r in records
-    ]
-    raw, kept, _ = generate_answer(
-        chat_model_for(ctx),
-        ctx,
-        state["question"],
-        passages,
-        question_type=state.get("question_type", "other"),
-        language=state.get("language", "bn"),
-        variant=PRECISION,
-    )
+    raw, kept, _ = answer_state(state, ctx, chunk_passages(chunks, records), PRECISION)
     answer, abstained = judge(raw, ctx, state["question"])
     update: dict[str, Any] = {
         "fallback_answer": answer,

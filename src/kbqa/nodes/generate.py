@@ -8,6 +8,7 @@ that is still too long is cut.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -15,10 +16,11 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
+from kbqa.corpus.chunking import Chunk
 from kbqa.nodes._record import visited
 from kbqa.prompts import ANSWER_STOP, Passage, render_answer_prompt
 from kbqa.resources import chat_model_for, retriever_for
-from kbqa.state import State
+from kbqa.state import RetrievedRecord, State
 
 SAFETY_TOKENS = 8
 """Tokens kept free beyond the answer budget (BOS, template rounding)."""
@@ -143,24 +145,39 @@ def generate_answer(
     return str(reply.content), kept, tokens
 
 
-def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Answer from ``retrieved``; sets ``raw_answer`` and ``context_chunk_ids``."""
-    started = time.perf_counter()
-    ctx = runtime.context
-    chunks = retriever_for(ctx).index.chunks
-    records = state.get("retrieved", [])
-    passages = [
+def chunk_passages(
+    chunks: Sequence[Chunk], records: Sequence[RetrievedRecord]
+) -> list[tuple[int, Passage]]:
+    """``(rank, passage)`` pairs of retrieved chunks, in prompt order."""
+    return [
         (r["rank"], Passage(chunks[r["chunk_id"]].title, chunks[r["chunk_id"]].text))
         for r in records
     ]
-    raw, kept, tokens = generate_answer(
+
+
+def answer_state(
+    state: State, ctx: Context, passages: list[tuple[int, Passage]], variant: str = "coverage"
+) -> tuple[str, list[int], int]:
+    """:func:`generate_answer` with the run's generator and the state's question, type and
+    language."""
+    return generate_answer(
         chat_model_for(ctx),
         ctx,
         state["question"],
         passages,
         question_type=state.get("question_type", "other"),
         language=state.get("language", "bn"),
+        variant=variant,
     )
+
+
+def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Answer from ``retrieved``; sets ``raw_answer`` and ``context_chunk_ids``."""
+    started = time.perf_counter()
+    ctx = runtime.context
+    records = state.get("retrieved", [])
+    passages = chunk_passages(retriever_for(ctx).index.chunks, records)
+    raw, kept, tokens = answer_state(state, ctx, passages)
     return {
         "raw_answer": raw,
         "context_chunk_ids": [records[i]["chunk_id"] for i in kept],

@@ -22,9 +22,8 @@ from kbqa.context import Context
 from kbqa.nodes._record import visited
 from kbqa.nodes.check_abstention import judge
 from kbqa.nodes.extract import STOPWORDS
-from kbqa.nodes.generate import generate_answer
+from kbqa.nodes.generate import answer_state
 from kbqa.prompts import Passage
-from kbqa.resources import chat_model_for
 from kbqa.retrieval.web import WebSearchError, load_web_search
 from kbqa.state import Source, State
 
@@ -162,29 +161,15 @@ def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         results = engine.search(query, ctx.web_max_results, ctx.web_timeout)
     except WebSearchError as exc:
         log.info("web search failed: %s", exc)
-        done = visited("web_search", started)
-        return {
-            "web_query": query,
-            "web_results": [],
-            "web_error": str(exc),
-            "route": [*done["route"], "web: unavailable"],
-            "timings": done["timings"],
-        }
+        return {"web_query": query, "web_results": [], "web_error": str(exc)} | visited(
+            "web_search", started, "web: unavailable"
+        )
     rows = [{"title": r.title, "url": r.url, "snippet": r.snippet} for r in results]
     update: dict[str, Any] = {"web_query": query, "web_results": rows}
     if not results:
-        done = visited("web_search", started)
-        return update | {"route": [*done["route"], "web: no results"], "timings": done["timings"]}
+        return update | visited("web_search", started, "web: no results")
     passages = [(i, Passage(r.title, r.snippet)) for i, r in enumerate(results, start=1)]
-    raw, kept, _ = generate_answer(
-        chat_model_for(ctx),
-        ctx,
-        state["question"],
-        passages,
-        question_type=state.get("question_type", "other"),
-        language=state.get("language", "bn"),
-        variant="web",
-    )
+    raw, kept, _ = answer_state(state, ctx, passages, "web")
     answer, abstained = judge(raw, ctx, state["question"])
     update["stage_answers"] = [{"stage": "web_search", "answer": answer, "abstained": abstained}]
     if not abstained:

@@ -92,7 +92,7 @@ def test_real_gemma_streams_tokens(bangla_slice: tuple[Path, Path]) -> None:
 
     index, qa = bangla_slice
     question = load_questions(qa)[0].question
-    ctx = Context(index_dir=str(index), model="gemma3-270m", max_retries=0)
+    ctx = Context(index_dir=str(index), model="gemma3-270m", max_retries=0, verify=False)
     tokens = [
         msg.content
         for msg, meta in graph.stream({"question": question}, context=ctx, stream_mode="messages")

@@ -182,6 +182,7 @@ class LlamaCppChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
+        produced = False
         with self._lock:
             for part in self._call(messages, stop, stream=True, **kwargs):
                 choice = part["choices"][0]
@@ -192,7 +193,10 @@ class LlamaCppChatModel(BaseChatModel):
                 )
                 if not delta:
                     continue
+                produced = True
                 chunk = ChatGenerationChunk(message=AIMessageChunk(content=delta))
                 if run_manager is not None:
                     run_manager.on_llm_new_token(delta, chunk=chunk)
                 yield chunk
+        if not produced:  # the first token was a stop sequence: an empty answer, not an error
+            yield ChatGenerationChunk(message=AIMessageChunk(content=""))

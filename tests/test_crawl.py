@@ -297,3 +297,35 @@ def test_a_damaged_or_mismatched_state_is_a_clear_error(
         crawl(start, out, FAST, progress=False)
     with pytest.raises(ValueError, match="delay must be"):
         CrawlConfig(delay=float("nan"))
+
+
+def test_an_interrupted_crawl_keeps_its_pages_and_resumes(tmp_path: Path) -> None:
+    import httpx
+
+    served = Counter[str]()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        served[path] += 1
+        if path == "/robots.txt":
+            return httpx.Response(404)
+        if path == "/p4" and served[path] == 1:
+            raise KeyboardInterrupt  # Ctrl-C while this page is being fetched
+        n = int(path[2:] or 0) if path.startswith("/p") else 0
+        links = [f"/p{n + 1}", f"/p{n + 2}"]
+        return httpx.Response(
+            200, html=page(f"Page {n}", links), headers={"content-type": "text/html"}
+        )
+
+    def client() -> httpx.Client:
+        return httpx.Client(transport=httpx.MockTransport(handler), follow_redirects=False)
+
+    out = tmp_path / "corpus.jsonl"
+    cfg = CrawlConfig(max_pages=8, delay=0.0, concurrency=2)
+    with pytest.raises(KeyboardInterrupt):
+        crawl("http://site.test/", out, cfg, client=client(), progress=False)
+    assert (tmp_path / "corpus.jsonl.crawl-state.json").is_file()
+    before = len(records(out))
+    crawl("http://site.test/", out, cfg, client=client(), progress=False)
+    urls = [r["final_url"] for r in records(out)]
+    assert before >= 1 and len(urls) == len(set(urls)) == 8

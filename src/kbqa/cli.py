@@ -239,6 +239,13 @@ def crawl_(
         report = crawl(start_url, out, cfg)
     except (KBQAError, ValueError, OSError) as exc:
         _fail(str(exc))
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM (see main)
+        typer.echo(
+            f"interrupted: the pages saved so far are in {out}; run the same command again to "
+            "resume",
+            err=True,
+        )
+        os._exit(130)  # do not wait for requests still in flight
     rate = report.pages / report.seconds if report.seconds else 0.0
     typer.echo(f"corpus written to {out}")
     if report.resumed_pages:

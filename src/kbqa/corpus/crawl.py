@@ -448,71 +448,88 @@ def crawl(
             return skip
         return url, depth, final, body, charset
 
-    with out_path.open("a", encoding="utf-8") as fh, ThreadPoolExecutor(cfg.concurrency) as pool:
-        while frontier and pages_total < cfg.max_pages:
-            batch = [frontier.popleft() for _ in range(min(cfg.concurrency, len(frontier)))]
-            for i, (item, result) in enumerate(zip(batch, pool.map(work, batch), strict=True)):
-                if isinstance(result, Skip):
-                    report.skip(str(result.args[0]), item[0])
-                    continue
-                url, depth, final, body, charset = result
-                final_key = normalize_url(final) or final
-                if final_key != url:
-                    if final_key in seen:
-                        report.skip("redirect to a page already seen", url)
+    def save() -> None:
+        _save_state(
+            state_path,
+            {
+                "start": crawler.start,
+                "frontier": list(frontier),
+                "seen": sorted(seen),
+                "digests": sorted(digests),
+                "pages": pages_total,
+            },
+        )
+
+    pool = ThreadPoolExecutor(cfg.concurrency)
+    batch: list[tuple[str, int]] = []
+    try:
+        with out_path.open("a", encoding="utf-8") as fh:
+            while frontier and pages_total < cfg.max_pages:
+                batch = [frontier.popleft() for _ in range(min(cfg.concurrency, len(frontier)))]
+                for i, (item, result) in enumerate(zip(batch, pool.map(work, batch), strict=True)):
+                    if isinstance(result, Skip):
+                        report.skip(str(result.args[0]), item[0])
                         continue
-                    seen.add(final_key)
-                if pages_total >= cfg.max_pages:
-                    # not saved: keep it and the rest of the batch for a later run
-                    frontier.extendleft(reversed(batch[i:]))
-                    break
-                html = decode_html(body, charset)
-                title, text = html_to_text(html, cfg.extract)
-                for link in crawler.links(html, final):
-                    if link in seen:
+                    url, depth, final, body, charset = result
+                    final_key = normalize_url(final) or final
+                    if final_key != url:
+                        if final_key in seen:
+                            report.skip("redirect to a page already seen", url)
+                            continue
+                        seen.add(final_key)
+                    if pages_total >= cfg.max_pages:
+                        # not saved: keep it and the rest of the batch for a later run
+                        frontier.extendleft(reversed(batch[i:]))
+                        break
+                    html = decode_html(body, charset)
+                    title, text = html_to_text(html, cfg.extract)
+                    for link in crawler.links(html, final):
+                        if link in seen:
+                            continue
+                        if depth >= cfg.max_depth:
+                            if link not in beyond:  # counted once, not marked seen (a rerun
+                                beyond.add(link)  # with a larger --max-depth may want it)
+                                report.skip("beyond max_depth", link)
+                            continue
+                        seen.add(link)
+                        frontier.append((link, depth + 1))
+                    if not text.strip():
+                        report.skip("no text extracted", url)
                         continue
-                    if depth >= cfg.max_depth:
-                        if link not in beyond:  # counted once, not marked seen (a rerun
-                            beyond.add(link)  # with a larger --max-depth may want it)
-                            report.skip("beyond max_depth", link)
+                    digest = hashlib.sha1(f"{title}\n{text}".encode()).hexdigest()
+                    if digest in digests:  # e.g. "/" and "/index.html"
+                        report.skip("same text as a page already saved", url)
                         continue
-                    seen.add(link)
-                    frontier.append((link, depth + 1))
-                if not text.strip():
-                    report.skip("no text extracted", url)
-                    continue
-                digest = hashlib.sha1(f"{title}\n{text}".encode()).hexdigest()
-                if digest in digests:  # e.g. "/" and "/index.html"
-                    report.skip("same text as a page already saved", url)
-                    continue
-                digests.add(digest)
-                record = {
-                    "doc_id": final,
-                    "url": url,
-                    "final_url": final,
-                    "title": title,
-                    "text": text,
-                    "fetched_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                    "depth": depth,
-                }
-                if cfg.keep_html:
-                    record["html"] = html
-                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-                fh.flush()
-                pages_total += 1
-                report.pages += 1
-                report.bytes += len(body)
-                bar.update(1)
-            _save_state(
-                state_path,
-                {
-                    "start": crawler.start,
-                    "frontier": list(frontier),
-                    "seen": sorted(seen),
-                    "digests": sorted(digests),
-                    "pages": pages_total,
-                },
-            )
+                    digests.add(digest)
+                    record = {
+                        "doc_id": final,
+                        "url": url,
+                        "final_url": final,
+                        "title": title,
+                        "text": text,
+                        "fetched_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                        "depth": depth,
+                    }
+                    if cfg.keep_html:
+                        record["html"] = html
+                    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    fh.flush()
+                    pages_total += 1
+                    report.pages += 1
+                    report.bytes += len(body)
+                    bar.update(1)
+                save()
+
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM: keep what was saved, requeue
+        frontier.extendleft(reversed(batch))
+        pool.shutdown(wait=False, cancel_futures=True)
+        if pages_total:
+            save()
+        bar.close()
+        if pages_total == 0 and out_path.is_file() and out_path.stat().st_size == 0:
+            out_path.unlink()
+        raise
+    pool.shutdown()
     bar.close()
     report.seconds = time.perf_counter() - t0
     report.frontier_left = len(frontier)

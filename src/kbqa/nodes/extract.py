@@ -238,8 +238,79 @@ def scored_max(scored: list[tuple[float, int, str]]) -> float:
     return max(s[0] for s in scored)
 
 
+EDGE_WORDS = frozenset(
+    [
+        "হলো",
+        "হল",
+        "হলেন",
+        "হচ্ছে",
+        "হচ্ছেন",
+        "ছিল",
+        "ছিলো",
+        "ছিলেন",
+        "এবং",
+        "ও",
+        "বা",
+        "রয়েছে",
+        "রয়েছে",
+        "আছে",
+        "যা",
+        "যে",
+        "যিনি",
+        "তার",
+        "তাঁর",
+        "করে",
+        "করেন",
+        "করেছিলেন",
+        "করেছেন",
+        "একটি",
+        "একজন",
+        "এই",
+        "সেই",
+        "থেকে",
+        "জন্য",
+        "দ্বারা",
+        "কিন্তু",
+        "is",
+        "are",
+        "was",
+        "were",
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "which",
+        "who",
+        "that",
+    ]
+)
+"""Function words trimmed from the edges of an extracted span (``হলো গ্রাম আদালত`` -> ``গ্রাম
+আদালত``)."""
+
+
+def _trim_edges(words: list[str]) -> list[str]:
+    def bare(word: str) -> str:
+        return word.strip(",;:।.!?\"'()").lower()
+
+    while words and bare(words[0]) in EDGE_WORDS:
+        words = words[1:]
+    while words and bare(words[-1]) in EDGE_WORDS:
+        words = words[:-1]
+    return words
+
+
 def _novel_span(sentence: str, question: str) -> str:
-    """The longest run of the sentence's words that the question does not contain."""
+    """The longest run of the sentence's words that the question does not contain, without
+    function words at its edges."""
     q_tokens = set(tokenize(question))
     words = sentence.rstrip("।.?!").split()
     best: list[str] = []
@@ -252,7 +323,7 @@ def _novel_span(sentence: str, question: str) -> str:
                 best = list(run)
         else:
             run = []
-    span = best[:MAX_SPAN_WORDS] if best else words[:MAX_SPAN_WORDS]
+    span = _trim_edges(best)[:MAX_SPAN_WORDS] or (best or words)[:MAX_SPAN_WORDS]
     return " ".join(span).strip(" ,;:")
 
 

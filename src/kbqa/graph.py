@@ -11,10 +11,11 @@
                                    |                                  web_search ----------+  |
                                    +-> extract (no LLM) --------------------------------------+
 
-Every edge after ``check_abstention`` is conditional (:func:`~kbqa.nodes.route_after_check`,
-:func:`~kbqa.nodes.route_unresolved`): retry runs at most ``max_retries`` times (counted in
-``retries``), fallback and web search at most once each, and each can be switched off in
-:class:`~kbqa.context.Context`. The longest route is 17 node runs (``max_retries`` = 3), below
+The decisions are conditional edges (:func:`~kbqa.nodes.route_after_retrieve`: no LLM ->
+extract; :func:`~kbqa.nodes.route_after_generate`: the LLM failed at run time -> extract;
+:func:`~kbqa.nodes.route_after_check`, :func:`~kbqa.nodes.route_unresolved`): retry runs at
+most ``max_retries`` times (counted in ``retries``), fallback and web search at most once
+each, and each can be switched off in :class:`~kbqa.context.Context`. The longest route is 17 node runs (``max_retries`` = 3), below
 LangGraph's recursion limit of 25.
 """
 
@@ -34,6 +35,7 @@ from kbqa.nodes import (
     retrieve,
     retry,
     route_after_check,
+    route_after_generate,
     route_after_retrieve,
     route_unresolved,
     verify,
@@ -61,7 +63,7 @@ def build_graph() -> CompiledStateGraph[State, Context, InputState, OutputState]
     builder.add_edge(START, "classify")
     builder.add_edge("classify", "retrieve")
     builder.add_conditional_edges("retrieve", route_after_retrieve, ["generate", "extract"])
-    builder.add_edge("generate", "check_abstention")
+    builder.add_conditional_edges("generate", route_after_generate, ["check_abstention", "extract"])
     builder.add_conditional_edges(
         "check_abstention",
         route_after_check,

@@ -7,10 +7,22 @@ in the graph's output, not only in traces.
 
 from __future__ import annotations
 
-import operator
-from typing import Annotated, Required
+from typing import Annotated, Any, Required
 
 from typing_extensions import TypedDict
+
+RESET = "__reset__"
+"""First element of a list update that replaces, rather than extends, an accumulated list."""
+
+
+def extend(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+    """Reducer of the accumulated lists (``route``, ``stage_answers``, ``timings``): append,
+    except that an update starting with :data:`RESET` starts the list over (``classify`` does
+    this, so a second question on the same thread, as in LangGraph Studio, starts clean)."""
+    right = list(right or [])
+    if right and right[0] == RESET:
+        return right[1:]
+    return list(left or []) + right
 
 
 class InputState(TypedDict):
@@ -91,6 +103,8 @@ class OutputState(TypedDict, total=False):
         web_query: The search query built from the question's key entities (web_search).
         web_results: Search hits ``{title, url, snippet}`` given to the LLM (web_search).
         web_error: Why the web search failed, when it did (web_search).
+        llm_error: Why the generator failed at run time, when it did; the extractor answered
+            instead (generate).
         timings: Seconds per node run.
     """
 
@@ -98,7 +112,7 @@ class OutputState(TypedDict, total=False):
     answer: str
     abstained: bool
     sources: list[Source]
-    route: Annotated[list[str], operator.add]
+    route: Annotated[list[str], extend]
     retries: int
     answered_by: str
     language: str
@@ -106,14 +120,15 @@ class OutputState(TypedDict, total=False):
     retrieved: list[RetrievedRecord]
     context_chunk_ids: list[int]
     raw_answer: str
-    stage_answers: Annotated[list[StageAnswer], operator.add]
+    stage_answers: Annotated[list[StageAnswer], extend]
     verified_answer: str
     verify_changed: bool
     fallback_answer: str
     web_query: str
     web_results: list[WebResult]
     web_error: str
-    timings: Annotated[list[NodeTiming], operator.add]
+    llm_error: str
+    timings: Annotated[list[NodeTiming], extend]
 
 
 class State(InputState, OutputState, total=False):

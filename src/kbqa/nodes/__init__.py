@@ -11,7 +11,7 @@ from kbqa.nodes.classify import classify
 from kbqa.nodes.extract import extract, extract_answer
 from kbqa.nodes.fallback import fallback
 from kbqa.nodes.finalize import clean_answer, finalize, postprocess
-from kbqa.nodes.generate import generate
+from kbqa.nodes.generate import generate, route_after_generate
 from kbqa.nodes.retrieve import retrieve, route_after_retrieve
 from kbqa.nodes.retry import retry
 from kbqa.nodes.verify import verify
@@ -31,6 +31,7 @@ __all__ = [
     "retrieve",
     "retry",
     "route_after_check",
+    "route_after_generate",
     "route_after_retrieve",
     "route_unresolved",
     "verify",

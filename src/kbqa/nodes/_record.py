@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 import time
+from collections.abc import Callable
 from typing import Any
+
+log = logging.getLogger("kbqa.nodes")
 
 
 def visited(node: str, started: float, status: str | None = None) -> dict[str, Any]:
@@ -15,3 +20,25 @@ def visited(node: str, started: float, status: str | None = None) -> dict[str, A
     """
     route = [node] if status is None else [node, status]
     return {"route": route, "timings": [{"node": node, "seconds": time.perf_counter() - started}]}
+
+
+def fail_soft(node: str, status: str) -> Callable[[Callable[..., dict[str, Any]]], Any]:
+    """Decorate a post-processing node (verify, fallback, web_search) so that an error inside it
+    (a model that fails to load or crashes, an index that cannot be read) keeps the answer so
+    far: the node records ``status`` (e.g. ``verify: failed``) on the route and the run goes on.
+    """
+
+    def wrap(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        @functools.wraps(fn)
+        def run(state: Any, runtime: Any) -> dict[str, Any]:
+            started = time.perf_counter()
+            try:
+                return fn(state, runtime)
+            except Exception as exc:  # any failure of an optional stage is soft
+                log.warning("%s failed, keeping the answer so far: %s: %s", node,
+                            type(exc).__name__, exc)  # fmt: skip
+                return visited(node, started, status)
+
+        return run
+
+    return wrap

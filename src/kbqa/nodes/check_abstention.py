@@ -1,4 +1,5 @@
-"""check_abstention: did the LLM abstain? Routes to ``retry`` (bounded) or ``finalize``.
+"""check_abstention: did the LLM abstain? Routes to ``retry`` (bounded), then ``verify``, and
+for an abstention to ``fallback`` and ``web_search`` (each when switched on), else ``finalize``.
 
 Besides the fixed phrase (HybridRAG-BN: ``Context-এ তথ্য নেই``), small models paraphrase it, so
 close paraphrases in Bangla and English, empty output and the question echoed back also count.
@@ -46,11 +47,41 @@ ABSTENTION_SUBSTRINGS = (
     "not specified",
     "not stated",
     "no answer",
+    "does not mention",
+    "do not know",
+    "cannot answer",
+    "can not answer",
+    "unable to answer",
+    "not found",
+    "no relevant information",
+    "not sure",
+    "answer is unknown",
+    "তথ্য পাওয়া যায়নি",
+    "জানা যায়নি",
+    "উল্লেখ করা নেই",
+    "দেওয়া নেই",
+    "দেয়া নেই",
+    "উত্তর দেওয়া সম্ভব নয়",
+    "উত্তর দেয়া সম্ভব নয়",
 )
 ABSTENTION_EXACT = ("unknown", "none", "n a", "na", "unanswerable", "not available", "অজানা")
 
 
+_CONTRACTIONS = (
+    (regex.compile(r"\bcan['’]t\b", regex.I), "can not"),
+    (regex.compile(r"\bwon['’]t\b", regex.I), "will not"),
+    (regex.compile(r"n['’]t\b", regex.I), " not"),
+    (regex.compile(r"\bi['’]m\b", regex.I), "i am"),
+)
+_YES_NO_ANSWER = regex.compile(r"^\s*(no|yes|না|হ্যাঁ|হ্যা)\s*[,.।;:!]", regex.I)
+"""``No, it does not contain gluten`` is an answer, not an abstention."""
+MIN_PHRASE_PREFIX = 8
+"""A cut-off fixed phrase (``Context-এ তথ্য``) counts from this many normalised characters."""
+
+
 def _norm(text: str) -> str:
+    for pattern, repl in _CONTRACTIONS:
+        text = pattern.sub(repl, text)
     text = unicodedata.normalize("NFC", text).lower()
     return " ".join(_NON_WORD.sub(" ", text).split())
 
@@ -58,15 +89,23 @@ def _norm(text: str) -> str:
 def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
     """True when ``answer`` is an abstention.
 
-    Matches, after NFC, lower-casing and dropping punctuation: the empty answer, the fixed
-    ``phrase`` anywhere in the answer, a known paraphrase (``তথ্য নেই``, ``I don't know``,
-    ``not mentioned``...), a whole answer of ``unknown``/``none``, or the question echoed back.
+    Matches, after expanding English contractions, NFC, lower-casing and dropping
+    punctuation: the empty answer, the fixed ``phrase`` anywhere in the answer or cut off
+    (a prefix of at least :data:`MIN_PHRASE_PREFIX` characters), a known paraphrase
+    (``তথ্য নেই``, ``জানা যায়নি``, ``I don't know``, ``not mentioned``...) unless the answer
+    opens with yes/no and a comma (``No, it does not contain gluten``), a whole answer of
+    ``unknown``/``none``, or the question echoed back.
     """
     norm = _norm(answer)
     if not norm:
         return True
-    if _norm(phrase) in norm or norm in ABSTENTION_EXACT:
+    fixed = _norm(phrase)
+    if fixed in norm or norm in ABSTENTION_EXACT:
         return True
+    if len(norm) >= MIN_PHRASE_PREFIX and fixed.startswith(norm):
+        return True
+    if _YES_NO_ANSWER.match(answer):
+        return False
     if any(_norm(p) in norm for p in ABSTENTION_SUBSTRINGS):
         return True
     return bool(question) and norm == _norm(question)
@@ -76,7 +115,8 @@ def judge(raw: str, ctx: Context, question: str) -> tuple[str, bool]:
     """``(answer, abstained)`` for a model's raw output: the cleaned short answer, or the
     abstention phrase when :func:`is_abstention` says so or nothing is left after cleaning."""
     answer = clean_answer(raw, ctx.max_answer_chars)
-    abstained = is_abstention(raw, ctx.abstention_phrase, question) or not answer
+    # judged on the answer line only: "ঢাকা\n(not mentioned elsewhere)" is an answer
+    abstained = not answer or is_abstention(answer, ctx.abstention_phrase, question)
     return (ctx.abstention_phrase if abstained else answer), abstained
 
 

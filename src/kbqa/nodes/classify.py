@@ -15,7 +15,25 @@ from langgraph.runtime import Runtime
 
 from kbqa.context import Context
 from kbqa.nodes._record import visited
-from kbqa.state import State
+from kbqa.state import RESET, State
+
+PER_QUESTION: dict[str, Any] = {
+    "answer": "",
+    "abstained": True,
+    "sources": [],
+    "answered_by": "",
+    "retrieved": [],
+    "context_chunk_ids": [],
+    "raw_answer": "",
+    "verified_answer": "",
+    "verify_changed": False,
+    "fallback_answer": "",
+    "web_query": "",
+    "web_results": [],
+    "web_error": "",
+    "llm_error": "",
+}
+"""Output fields a node sets for one question; classify clears them."""
 
 _BENGALI = regex.compile(r"[\u0980-\u09FF]")
 _LETTER = regex.compile(r"\p{L}")
@@ -90,9 +108,14 @@ def classify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     question = state.get("question")
     if not isinstance(question, str) or not question.strip():
         raise ValueError("question is empty: ask a non-empty question")
+    done = visited("classify", started)
     return {
+        # a new question: every per-question field starts over (a thread may hold an old run)
+        **PER_QUESTION,
         "language": detect_language(question),
         "question_type": question_type(question),
         "retries": 0,
-        **visited("classify", started),
+        "route": [RESET, *done["route"]],
+        "timings": [RESET, *done["timings"]],
+        "stage_answers": [RESET],
     }

@@ -27,6 +27,7 @@ from langgraph.runtime import Runtime
 
 from kbqa.context import Context
 from kbqa.nodes._record import visited
+from kbqa.nodes.check_abstention import chunk_sources
 from kbqa.resources import retriever_for
 from kbqa.retrieval.tokenizer import tokenize
 from kbqa.state import State
@@ -38,6 +39,8 @@ SENTENCES_SEARCHED = 20
 that shares no word with the question, next to one that does)."""
 
 _D = "[0-9০-৯]"
+_END = r"(?![\p{L}\p{M}])"
+"""A word ends here: ``মে`` (May) must not match the start of ``মেগাওয়াট``."""
 BN_MONTHS = (
     "জানুয়ারি|জানুয়ারী|ফেব্রুয়ারি|ফেব্রুয়ারী|মার্চ|এপ্রিল|মে|জুন|জুলাই|আগস্ট|আগষ্ট|সেপ্টেম্বর|"
     "অক্টোবর|নভেম্বর|ডিসেম্বর|বৈশাখ|জ্যৈষ্ঠ|আষাঢ়|শ্রাবণ|ভাদ্র|আশ্বিন|কার্তিক|অগ্রহায়ণ|পৌষ|মাঘ|ফাল্গুন|চৈত্র"
@@ -58,9 +61,9 @@ PATTERNS: dict[str, regex.Pattern[str]] = {
     "url": regex.compile(r"(?:https?://|www\.)[^\s<>\"'()।]+[^\s<>\"'().,;:!?।]"),
     "phone": regex.compile(rf"(?<![\p{{N}}\w])\+?{_D}[{_D[1:-1]}\s\-().]{{6,}}{_D}(?![\p{{N}}\w])"),
     "date": regex.compile(
-        rf"{_D}{{4}}\s*(?:সালের|সালে|খ্রিস্টাব্দের)\s*{_D}{{1,2}}\s*(?:{BN_MONTHS})"
-        rf"|{_D}{{1,2}}\s*(?:{BN_MONTHS})[,\s]*(?:{_D}{{4}})?"
-        rf"|(?:{BN_MONTHS})\s*{_D}{{1,2}}[,\s]*{_D}{{4}}"
+        rf"{_D}{{4}}\s*(?:সালের|সালে|খ্রিস্টাব্দের)\s*{_D}{{1,2}}\s*(?:{BN_MONTHS}){_END}"
+        rf"|{_D}{{1,2}}\s*(?:{BN_MONTHS}){_END}[,\s]*(?:{_D}{{4}})?"
+        rf"|(?:{BN_MONTHS}){_END}\s*{_D}{{1,2}}[,\s]*{_D}{{4}}"
         rf"|(?:{EN_MONTHS})\s+{_D}{{1,2}}(?:st|nd|rd|th)?(?:,\s*{_D}{{4}})?"
         rf"|{_D}{{1,2}}(?:st|nd|rd|th)?\s+(?:{EN_MONTHS})(?:,?\s*{_D}{{4}})?"
         rf"|{_D}{{4}}-{_D}{{2}}-{_D}{{2}}"
@@ -224,8 +227,9 @@ def extract_answer(
     if kind == "yes/no":
         best = scored[0]
         return Extraction(YES.get(language, YES["en"]), "yes/no", best[1], best[0])
-    for name in _TYPE_PATTERNS.get(kind, []):
-        for score, chunk_id, sent in scored[:SENTENCES_SEARCHED]:
+    names = _TYPE_PATTERNS.get(kind, [])
+    for score, chunk_id, sent in scored[:SENTENCES_SEARCHED]:  # best sentence first, then
+        for name in names:  # the pattern families in order of preference
             for match in PATTERNS[name].finditer(sent):
                 span = " ".join(match.group(0).split()).strip(" ,")
                 if span and not (_content_words(span) and _content_words(span) <= q_words):
@@ -341,7 +345,10 @@ def extract(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         state.get("language", "bn"),
     )
     answer = found.answer if found else ""
+    by_id = {r["chunk_id"]: r for r in records}
+    sources = chunk_sources(chunks, [by_id[found.chunk_id]], [found.chunk_id]) if found else []
     return {
+        "sources": sources,
         "raw_answer": answer,
         "answer": answer or ctx.abstention_phrase,
         "abstained": not answer,

@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 
 from kbqa.context import Context
 from kbqa.errors import IndexLoadError
-from kbqa.nodes._record import visited
+from kbqa.nodes._record import fail_soft, visited
 from kbqa.nodes.check_abstention import chunk_sources, judge
 from kbqa.nodes.generate import answer_state, chunk_passages
 from kbqa.nodes.retrieve import retrieve_records
@@ -28,6 +28,7 @@ PRECISION = "precision"
 log = logging.getLogger("kbqa.fallback")
 
 
+@fail_soft("fallback", "fallback: failed")
 def fallback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Retrieve ``k`` chunks from the precision index and answer with the precision prompt."""
     started = time.perf_counter()

@@ -12,9 +12,12 @@ from kbqa.context import Context
 from kbqa.nodes._record import visited
 from kbqa.state import State
 
-_LABEL = regex.compile(r"^\s*((উত্তর|উত্তরঃ|answer|a|ans)\s*[:ঃ\-–]|\[\s*\d+\s*\]\s*:?)\s*", regex.I)
+_LABEL = regex.compile(
+    r"^\s*((উত্তর|উত্তরঃ|answer)\s*[:ঃ\-–]|(a|ans)\s*:|\[\s*\d+\s*\]\s*:?)\s*", regex.I
+)
 """A leading answer label or a passage citation marker such as ``[3]`` (the prompt numbers
 passages and small models copy the number)."""
+_BARE_LABELS = frozenset({"উত্তর", "answer", "ans"})
 _QUOTES = "\"'“”‘’«»`*_[](){}"
 _TRAILING = " \t।.,;:!|-–—"
 
@@ -22,13 +25,18 @@ _TRAILING = " \t।.,;:!|-–—"
 def clean_answer(raw: str, max_chars: int = 200) -> str:
     """Strip what small models wrap around a short answer.
 
-    Keeps the first non-empty line, removes ``উত্তর:`` / ``Answer:`` labels, surrounding quotes,
+    Keeps the first line that is not empty once a label is removed (``Answer:\nDhaka`` ->
+    ``Dhaka``), removes ``উত্তর:`` / ``Answer:`` labels, surrounding quotes,
     brackets and markdown emphasis, and a trailing danda or full stop; folds spaces; cuts to
     ``max_chars`` at a word boundary.
     """
-    line = next((ln for ln in raw.splitlines() if ln.strip()), "")
-    for _ in range(3):
-        line = _LABEL.sub("", line).strip().strip(_QUOTES).strip().rstrip(_TRAILING)
+    line = ""
+    for candidate in raw.splitlines():  # the first line with something left after a label
+        for _ in range(3):
+            candidate = _LABEL.sub("", candidate).strip().strip(_QUOTES).strip().rstrip(_TRAILING)
+        if candidate and candidate.lower().rstrip("ঃ:") not in _BARE_LABELS:
+            line = candidate
+            break
     line = " ".join(line.split())
     if len(line) > max_chars:
         cut = line.rfind(" ", 0, max_chars)

@@ -7,9 +7,10 @@ that is still too long is cut.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -21,6 +22,8 @@ from kbqa.nodes._record import visited
 from kbqa.prompts import ANSWER_STOP, Passage, render_answer_prompt
 from kbqa.resources import chat_model_for, retriever_for
 from kbqa.state import RetrievedRecord, State
+
+log = logging.getLogger("kbqa.generate")
 
 SAFETY_TOKENS = 8
 """Tokens kept free beyond the answer budget (BOS, template rounding)."""
@@ -177,10 +180,23 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = runtime.context
     records = state.get("retrieved", [])
     passages = chunk_passages(retriever_for(ctx).index.chunks, records)
-    raw, kept, tokens = answer_state(state, ctx, passages)
+    try:
+        raw, kept, tokens = answer_state(state, ctx, passages)
+    except ValueError:
+        raise  # the question does not fit the context window: the caller's to fix
+    except Exception as exc:  # the model failed at run time: the extractor answers instead
+        log.warning("LLM failed, answering with the pattern extractor: %s: %s",
+                    type(exc).__name__, exc)  # fmt: skip
+        return {"llm_error": f"{type(exc).__name__}: {exc}", **visited("generate", started)}
     return {
         "raw_answer": raw,
         "context_chunk_ids": [records[i]["chunk_id"] for i in kept],
         "prompt_tokens": tokens,
         **visited("generate", started),
     }
+
+
+def route_after_generate(state: State) -> Literal["check_abstention", "extract"]:
+    """``extract`` when the generator failed at run time (``llm_error``), else
+    ``check_abstention``."""
+    return "extract" if state.get("llm_error") else "check_abstention"

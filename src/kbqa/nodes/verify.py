@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 
 from kbqa.context import Context
 from kbqa.evals.metrics import normalize_answer
-from kbqa.nodes._record import visited
+from kbqa.nodes._record import fail_soft, visited
 from kbqa.nodes.check_abstention import judge
 from kbqa.nodes.extract import extract_answer
 from kbqa.prompts import ANSWER_STOP, Passage, render_verify_prompt
@@ -24,9 +24,12 @@ from kbqa.resources import retriever_for, verifier_for
 from kbqa.state import State
 
 
+@fail_soft("verify", "verify: failed")
 def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Set ``verified_answer`` and ``verify_changed``; on a change, ``answer``, ``abstained``
-    and ``answered_by="verify"`` too."""
+    """Set ``verified_answer`` and ``verify_changed``; on a change, ``answer``, ``abstained``,
+    ``raw_answer`` and ``answered_by="verify"`` too. The verifier confirms or corrects: its
+    abstention on an answered candidate counts as no correction (the candidate stays), so only
+    an abstention can become an answer here, never the other way round."""
     started = time.perf_counter()
     ctx = runtime.context
     chunks = retriever_for(ctx).index.chunks
@@ -55,6 +58,8 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     raw = str(reply.content)
     answer, abstained = judge(raw, ctx, state["question"])
+    if abstained and not state.get("abstained", True):
+        answer, abstained = candidate, False
     changed = normalize_answer(answer) != normalize_answer(candidate)
     update: dict[str, Any] = {
         "verified_answer": answer,
@@ -63,5 +68,10 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         **visited("verify", started),
     }
     if changed:
-        update |= {"answer": answer, "abstained": abstained, "answered_by": "verify"}
+        update |= {
+            "answer": answer,
+            "abstained": abstained,
+            "answered_by": "verify",
+            "raw_answer": raw,
+        }
     return update

@@ -19,7 +19,7 @@ import regex
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
-from kbqa.nodes._record import visited
+from kbqa.nodes._record import fail_soft, visited
 from kbqa.nodes.check_abstention import judge
 from kbqa.nodes.extract import STOPWORDS
 from kbqa.nodes.generate import answer_state
@@ -36,7 +36,7 @@ _CAPITALISED = regex.compile(
 )
 """A run of capitalised words, with connectors inside it (``Nobel Prize in Physics``)."""
 _WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+(?:[.\-'][\p{L}\p{M}\p{N}]+)*")
-BN_PARTICLES = (
+BN_PARTICLES = (  # not a bare র or ে: শহর, পুরস্কার end in them
     "টির",
     "টিকে",
     "টি",
@@ -49,8 +49,6 @@ BN_PARTICLES = (
     "এর",
     "য়ের",
     "ের",
-    "র",
-    "ে",
 )
 """Bangla case endings and classifiers stripped from a query word (longest first)."""
 EXTRA_STOPWORDS = frozenset(
@@ -148,6 +146,7 @@ def web_query(question: str) -> str:
     return " ".join(words[:MAX_QUERY_WORDS]) or question.strip()
 
 
+@fail_soft("web_search", "web: failed")
 def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Search, then answer from the snippets; set ``web_query`` and ``web_results``, and on an
     answer ``answer``, ``abstained=False``, ``answered_by="web_search"`` and URL ``sources``."""

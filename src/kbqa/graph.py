@@ -15,8 +15,8 @@ The decisions are conditional edges (:func:`~kbqa.nodes.route_after_retrieve`: n
 extract; :func:`~kbqa.nodes.route_after_generate`: the LLM failed at run time -> extract;
 :func:`~kbqa.nodes.route_after_check`, :func:`~kbqa.nodes.route_unresolved`): retry runs at
 most ``max_retries`` times (counted in ``retries``), fallback and web search at most once
-each, and each can be switched off in :class:`~kbqa.context.Context`. The longest route is 17 node runs (``max_retries`` = 3), below
-LangGraph's recursion limit of 25.
+each, and each can be switched off in :class:`~kbqa.context.Context`. The longest route is
+17 node runs (``max_retries`` = 3), below LangGraph's recursion limit of 25.
 """
 
 from __future__ import annotations

@@ -149,18 +149,63 @@ def test_real_ddgs_fails_soft_within_its_time_limit(both_index: Path) -> None:
             held.append(conn)
 
     threading.Thread(target=accept, daemon=True).start()
-    search = DDGSWebSearch(proxy=f"http://127.0.0.1:{server.getsockname()[1]}")
+    pytest.importorskip("ddgs")
+    proxy = f"http://127.0.0.1:{server.getsockname()[1]}"
+    search = DDGSWebSearch(proxy=proxy)
     try:
         t0 = time.perf_counter()
-        with pytest.raises(WebSearchError):
+        with pytest.raises(WebSearchError, match="no reply within 1 s"):
             search.search("Dhaka capital", 3, timeout=1.0)
         assert time.perf_counter() - t0 < 2.5
-        register_web_search("test-ddgs-hang", search)
+        t0 = time.perf_counter()
+        with pytest.raises(WebSearchError, match="backing off"):  # no second wait
+            search.search("Dhaka capital", 3, timeout=1.0)
+        assert time.perf_counter() - t0 < 0.5
+        register_web_search("test-ddgs-hang", DDGSWebSearch(proxy=proxy))
         t0 = time.perf_counter()
         out = run(both_index, script(ABST), web_search="test-ddgs-hang", web_timeout=1.0)
-        assert "web: unavailable" in out["route"] and out["abstained"]
+        assert out["route"][-3:] == ["web_search", "web: unavailable", "finalize"]
+        assert out["abstained"] and "no reply within" in out["web_error"]
         assert time.perf_counter() - t0 < 5
     finally:
         server.close()
         for conn in held:
             conn.close()
+
+
+def test_a_second_question_on_the_same_thread_starts_clean(both_index: Path) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from kbqa.graph import build_graph
+
+    threaded = build_graph().copy(update={"checkpointer": InMemorySaver()})
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", model=script(ABST),
+                  web_search="test-down")  # fmt: skip
+    config = {"configurable": {"thread_id": "t1"}}
+    first = threaded.invoke({"question": QUESTION}, config=config, context=ctx)
+    second = threaded.invoke({"question": "ঢাকা কোথায়?"}, config=config, context=ctx)
+    assert second["route"] == first["route"]  # fallback and web search ran again
+    assert len(second["stage_answers"]) == len(first["stage_answers"])
+
+
+def test_a_verifier_abstention_does_not_discard_an_answer(both_index: Path) -> None:
+    out = run(both_index, script("ঢাকা", ABST))
+    assert (out["answer"], out["answered_by"], out["verify_changed"]) == ("ঢাকা", "generate", False)
+
+
+def test_a_failing_stage_keeps_the_answer_so_far(both_index: Path, tmp_path: Path) -> None:
+    out = run(both_index, script("ঢাকা"), verifier_model=str(tmp_path / "missing.gguf"))
+    assert out["route"] == [*HEAD, "verify", "verify: failed", "finalize"]
+    assert out["answer"] == "ঢাকা"
+
+
+def test_a_generator_failing_at_run_time_hands_over_to_the_extractor(both_index: Path) -> None:
+    out = run(both_index, "fake/fail")
+    assert out["route"] == ["classify", "retrieve", "generate", "extract", "finalize"]
+    assert out["answered_by"] == "extract" and out["llm_error"].startswith("RuntimeError")
+    assert out["sources"] and out["sources"][0]["chunk_id"] >= 0
+
+
+def test_unknown_web_search_names_are_refused() -> None:
+    with pytest.raises(ValueError, match="web_search must be ddgs, off"):
+        Context(web_search="dgs")

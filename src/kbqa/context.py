@@ -135,6 +135,13 @@ class Context:
             raise ValueError(
                 f"max_retries must be between 0 and {MAX_RETRIES}, got {self.max_retries!r}"
             )
+        from kbqa.retrieval.web import known_web_search
+
+        if not known_web_search(self.web_search):
+            raise ValueError(
+                f"web_search must be ddgs, off, static:PATH or a registered name, "
+                f"got {self.web_search!r}"
+            )
         if not 0 < self.web_timeout <= 60:
             raise ValueError(f"web_timeout must be in (0, 60] seconds, got {self.web_timeout!r}")
         if (

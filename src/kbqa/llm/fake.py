@@ -4,7 +4,8 @@ Names: ``fake/abstain`` always returns the abstention phrase; ``fake/first-sente
 with the first words of the first context passage; ``fake/script:<a>|<b>|...`` returns the given
 answers in turn (then repeats the last; a trailing ``#tag`` only makes the name, and so the
 cached instance, unique); ``fake/slow:<seconds>`` sleeps that long, then answers
-like ``fake/first-sentence`` (for interrupting runs in tests).
+like ``fake/first-sentence`` (for interrupting runs in tests); ``fake/fail`` raises at every call
+(a model crashing at run time).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class ScriptedChatModel(BaseChatModel):
         kind = name.removeprefix("fake/")
         if kind == "abstain":
             return cls(model_name=name, mode="script", script=[ABSTENTION_PHRASE], n_ctx=n_ctx)
+        if kind == "fail":
+            return cls(model_name=name, mode="fail", n_ctx=n_ctx)
         if kind == "first-sentence":
             return cls(model_name=name, mode="first-sentence", n_ctx=n_ctx)
         if kind.startswith("slow:"):
@@ -78,6 +81,8 @@ class ScriptedChatModel(BaseChatModel):
         self._calls += 1
         if self.delay:
             time.sleep(self.delay)
+        if self.mode == "fail":
+            raise RuntimeError("fake model failure (llama.cpp crashed, say)")
         if self.mode == "first-sentence":
             prompt = str(messages[-1].content)
             context = prompt.split(CONTEXT_MARKER)[-1].split("]", 1)[-1]

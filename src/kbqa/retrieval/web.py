@@ -4,8 +4,10 @@
 - :class:`DDGSWebSearch` queries DuckDuckGo through ``ddgs`` (the maintained successor of
   ``duckduckgo-search``): backend pinned, a hard time limit per search (the call runs in a worker
   thread that is abandoned when late), a small result cap, an in-process cache, and exponential
-  back-off after a rate limit. Every failure is raised as :class:`WebSearchError`; the node turns
-  it into ``web: unavailable`` and an abstention.
+  back-off (30 s doubling to 10 min) after any failure: ddgs reports a blocked request and an
+  empty result alike as "No results found", and a dead network would otherwise cost every
+  unresolved question the full timeout. Every failure is raised as :class:`WebSearchError`;
+  the node turns it into ``web: unavailable`` and an abstention.
 - :class:`StaticWebSearch` answers from a fixed list (tests, demos, offline Studio sessions).
 
 Web text is untrusted: the node shows it to the LLM as quoted data and it never changes routing.
@@ -17,8 +19,6 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -29,6 +29,7 @@ DDGS_BACKEND = "duckduckgo"
 """The one ddgs backend queried (pinned: ddgs's default ``auto`` fans out to several engines)."""
 CACHE_SIZE = 256
 BACKOFF_START = 30.0
+"""Seconds searches are skipped after a first failure; doubles per failure."""
 BACKOFF_MAX = 600.0
 
 
@@ -77,7 +78,6 @@ class DDGSWebSearch:
         self._lock = threading.Lock()
         self._blocked_until = 0.0
         self._backoff = BACKOFF_START
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kbqa-web")
 
     def search(self, query: str, max_results: int, timeout: float) -> list[WebResult]:
         """Search, or raise :class:`WebSearchError` within about ``timeout`` seconds."""
@@ -88,19 +88,38 @@ class DDGSWebSearch:
                 return self._cache[key]
             wait = self._blocked_until - time.monotonic()
         if wait > 0:
-            raise WebSearchError(f"rate limited; backing off for {wait:.0f} s more")
-        future = self._pool.submit(self._query, query, max_results, timeout)
-        try:
-            results = future.result(timeout=timeout)
-        except FutureTimeout:
-            future.cancel()
-            raise WebSearchError(f"no reply within {timeout:g} s") from None
+            raise WebSearchError(f"backing off after a failed search for {wait:.0f} s more")
+        box: dict[str, object] = {}
+
+        def work() -> None:
+            try:
+                box["results"] = self._query(query, max_results, timeout)
+            except WebSearchError as exc:
+                box["error"] = exc
+
+        # a daemon thread per search: a hung request is abandoned, never waited for (not by a
+        # later search, not at interpreter exit)
+        worker = threading.Thread(target=work, name="kbqa-web", daemon=True)
+        worker.start()
+        worker.join(timeout)
+        if worker.is_alive() or "error" in box:
+            error = box.get("error") or WebSearchError(f"no reply within {timeout:g} s")
+            self._back_off()
+            raise error  # type: ignore[misc]
+        results: list[WebResult] = box["results"]  # type: ignore[assignment]
         with self._lock:
             self._backoff = BACKOFF_START
             self._cache[key] = results
             while len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
         return results
+
+    def _back_off(self) -> None:
+        """After any failure, skip searches for a while (doubling up to :data:`BACKOFF_MAX`):
+        without a network every unresolved question would otherwise wait the full timeout."""
+        with self._lock:
+            self._blocked_until = time.monotonic() + self._backoff
+            self._backoff = min(self._backoff * 2, BACKOFF_MAX)
 
     def _query(self, query: str, max_results: int, timeout: float) -> list[WebResult]:
         try:
@@ -113,9 +132,6 @@ class DDGSWebSearch:
                 query, region=self.region, backend=self.backend, max_results=max_results
             )
         except RatelimitException as exc:
-            with self._lock:
-                self._blocked_until = time.monotonic() + self._backoff
-                self._backoff = min(self._backoff * 2, BACKOFF_MAX)
             raise WebSearchError(f"rate limited by the search engine: {exc}") from None
         except DDGSException as exc:
             raise WebSearchError(f"{type(exc).__name__}: {exc}") from None
@@ -177,6 +193,11 @@ _REGISTRY: dict[str, WebSearch] = {}
 def register_web_search(name: str, search: WebSearch) -> None:
     """Make ``search`` available as ``Context(web_search=name)``."""
     _REGISTRY[name] = search
+
+
+def known_web_search(name: str) -> bool:
+    """``name`` is one :func:`load_web_search` accepts (the static file is not read here)."""
+    return name in ("ddgs", "off") or name.startswith("static:") or name in _REGISTRY
 
 
 def load_web_search(name: str) -> WebSearch | None:

@@ -165,7 +165,7 @@ def test_real_ddgs_fails_soft_within_its_time_limit(both_index: Path) -> None:
         t0 = time.perf_counter()
         out = run(both_index, script(ABST), web_search="test-ddgs-hang", web_timeout=1.0)
         assert out["route"][-3:] == ["web_search", "web: unavailable", "finalize"]
-        assert out["abstained"] and "no reply within" in out["web_error"]
+        assert out["abstained"] and out["web_error"]  # ddgs's own timeout or ours
         assert time.perf_counter() - t0 < 5
     finally:
         server.close()
@@ -207,5 +207,28 @@ def test_a_generator_failing_at_run_time_hands_over_to_the_extractor(both_index:
 
 
 def test_unknown_web_search_names_are_refused() -> None:
-    with pytest.raises(ValueError, match="web_search must be ddgs, off"):
+    with pytest.raises(
+        ValueError, match=r"web_search \(\$KBQA_WEB_SEARCH, --web-search\) must be ddgs, off"
+    ):
         Context(web_search="dgs")
+
+
+def test_a_broken_precision_index_fails_the_fallback_softly(
+    both_index: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(both_index, broken)
+    (broken / "precision" / "dense.faiss").write_bytes(b"garbage")
+    out = run(broken, script(ABST))
+    assert "fallback: failed" in out["route"] and out["abstained"]
+    assert out["answered_by"] == "abstained"
+
+
+def test_without_a_context_the_defaults_are_used() -> None:
+    from types import SimpleNamespace
+
+    from kbqa.nodes._record import context_of
+
+    assert context_of(SimpleNamespace(context=None)) == Context()

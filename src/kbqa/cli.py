@@ -304,7 +304,10 @@ WebOpt = Annotated[
         help="Web search when still unanswered: ddgs, off, or static:RESULTS.json.",
     ),
 ]
-WebTimeoutOpt = Annotated[float, typer.Option(help="Time limit of one web search, seconds.")]
+WebTimeoutOpt = Annotated[
+    float, typer.Option(help="Time limit of one web search, seconds (at most 60).")
+]
+RetriesOpt = Annotated[int, typer.Option(help="Retries with k=10 after an abstention (0-3).")]
 
 
 def _stages(
@@ -314,8 +317,10 @@ def _stages(
     fallback: bool,
     web_search: str,
     web_timeout: float,
+    max_retries: int = 1,
 ) -> dict[str, object]:
     return {
+        "max_retries": max_retries,
         "use_llm": llm,
         "verify": verify,
         "verifier_model": verifier_model,
@@ -344,15 +349,16 @@ def ask(
     fallback: FallbackOpt = True,
     web_search: WebOpt = "ddgs",
     web_timeout: WebTimeoutOpt = 5.0,
+    max_retries: RetriesOpt = 1,
 ) -> None:
     """Answer one question from an index, with sources and the route taken."""
     from kbqa.evals.tracing import flush_traces
     from kbqa.graph import graph
-    from kbqa.resources import chat_model_for, retriever_for
+    from kbqa.resources import chat_model_for, retriever_for, verifier_for
 
     if not question.strip():
         _fail("question is empty: ask a non-empty question")
-    stages = _stages(llm, verify, verifier_model, fallback, web_search, web_timeout)
+    stages = _stages(llm, verify, verifier_model, fallback, web_search, web_timeout, max_retries)
     ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx, **stages)
     try:
         t0 = time.perf_counter()
@@ -361,6 +367,8 @@ def ask(
             from kbqa.llm.models import check_model_name
 
             check_model_name(ctx.model)  # a misspelt name is an error, not a fallback
+            if ctx.verifier_model:
+                check_model_name(ctx.verifier_model)
             try:
                 chat_model_for(ctx)
             except ModelError as exc:
@@ -368,6 +376,9 @@ def ask(
                     f"warning: LLM unavailable ({exc}); answering with the pattern extractor",
                     err=True,
                 )
+            else:
+                if ctx.verify:
+                    verifier_for(ctx)  # a verifier that cannot load is an error, said once
         load_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         out = graph.invoke({"question": question}, context=ctx)
@@ -478,6 +489,7 @@ def eval_run(
     fallback: FallbackOpt = True,
     web_search: WebOpt = "ddgs",
     web_timeout: WebTimeoutOpt = 5.0,
+    max_retries: RetriesOpt = 1,
 ) -> None:
     """Score the graph on a question file: EM, F1, containment, abstention, recall@k,
     answer-in-context, trajectory, stage attribution; resumable; report with plots."""
@@ -494,7 +506,7 @@ def eval_run(
         _fail(f"--max-concurrency must be >= 1, got {max_concurrency}")
     if ablate and models:
         _fail("use --ablate or --models, not both")
-    stages = _stages(llm, verify, verifier_model, fallback, web_search, web_timeout)
+    stages = _stages(llm, verify, verifier_model, fallback, web_search, web_timeout, max_retries)
     ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx, **stages)
     run_dir = out or _default_run_dir(questions, model, ablate, models, index_dir)
     try:
@@ -546,6 +558,8 @@ def eval_run(
                 web_search,
                 "--web-timeout",
                 str(web_timeout),
+                "--max-retries",
+                str(max_retries),
             ]
             Path(run_dir).mkdir(parents=True, exist_ok=True)
             rows = run_models(names, shared, run_dir)

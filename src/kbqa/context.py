@@ -139,8 +139,8 @@ class Context:
 
         if not known_web_search(self.web_search):
             raise ValueError(
-                f"web_search must be ddgs, off, static:PATH or a registered name, "
-                f"got {self.web_search!r}"
+                "web_search ($KBQA_WEB_SEARCH, --web-search) must be ddgs, off, static:PATH "
+                f"of an existing file, or a registered name; got {self.web_search!r}"
             )
         if not 0 < self.web_timeout <= 60:
             raise ValueError(f"web_timeout must be in (0, 60] seconds, got {self.web_timeout!r}")

@@ -45,8 +45,10 @@ ABLATION_KEYS = tuple(k for k in TABLE_KEYS if k != "seconds_per_question_median
 def ablations(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
     """``(name, Context overrides)`` of every ablation, the full system first.
 
-    The BM25 weight sweep covers "no dense" (1.0) and "no BM25" (0.0). The no-LLM (extractive)
-    row joins once the extractor node exists.
+    The BM25 weight sweep covers "no dense" (1.0) and "no BM25" (0.0). The decision-graph rows
+    switch off the verifier, the fallback and the web search (each one that is on), all three
+    (the skeleton graph), and the LLM itself (the pattern extractor: the type-aware RAG seed's
+    no-LLM ablation).
     """
     full = (
         f"full (bm25 {ctx.bm25_weight} / dense {ctx.dense_weight} {ctx.fusion}, "
@@ -65,6 +67,14 @@ def ablations(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
         ("no padding", {"pad_previous": False}),
         ("no retry", {"max_retries": 0}),
     ]
+    stages = {"verify": ctx.verify, "fallback": ctx.fallback, "web_search": ctx.web_search != "off"}
+    off = {"verify": False, "fallback": False, "web_search": "off"}
+    for name, on in stages.items():
+        if on:
+            rows.append((f"no {name.replace('_', ' ')}", {name: off[name]}))
+    if sum(stages.values()) > 1:
+        rows.append(("skeleton (no verify, fallback, web)", off))
+    rows.append(("no LLM (pattern extractor)", {"use_llm": False}))
     return rows
 
 

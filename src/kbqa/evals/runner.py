@@ -33,7 +33,7 @@ from kbqa.evals.datasets import Question, example_id, push_dataset, to_examples
 from kbqa.evals.evaluators import RECALL_KS, default_evaluators, route_stages, score_all
 from kbqa.evals.summary import summarize
 from kbqa.evals.tracing import langsmith_client, upload_enabled
-from kbqa.resources import chat_model_for, retriever_for
+from kbqa.resources import chat_model_for, retriever_for, verifier_for
 from kbqa.retrieval.index import peak_rss_mib
 
 log = logging.getLogger("kbqa.evals")
@@ -109,6 +109,8 @@ def make_record(
         "raw_answer": out.get("raw_answer", ""),
         "verify_changed": out.get("verify_changed"),
         "web_query": out.get("web_query"),
+        "web_error": out.get("web_error"),
+        "llm_error": out.get("llm_error"),
         "question_type": out.get("question_type"),
         "language": out.get("language"),
         "retrieved_doc_ids": out.get("retrieved_doc_ids", []),
@@ -352,7 +354,10 @@ def evaluate_questions(
     d = Path(out_dir)
     # load (and so validate) index and model before the run directory is created or cleared
     retriever_for(ctx)
-    chat_model_for(ctx)
+    if ctx.use_llm:
+        chat_model_for(ctx)
+        if ctx.verify:
+            verifier_for(ctx)  # a verifier that cannot load is an error here, not per question
     done = prepare_run_dir(d, config or run_config(None, None, ctx), overwrite=overwrite)
     todo = [q for q in questions if q.qid not in done]
     by_example = {example_id(q.qid): q for q in todo}

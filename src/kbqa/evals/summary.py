@@ -121,6 +121,9 @@ def summarize(records: list[Record]) -> dict[str, Any]:
     s["seconds_per_question_median"] = _median(secs)
     s["node_seconds_median"] = {n: _median(v) for n, v in node_seconds(records).items()}
     s["answered_by"] = dict(Counter(str(r.get("answered_by")) for r in records).most_common())
+    s["stage_status"] = dict(
+        Counter(e for r in records for e in r.get("route", []) if ": " in e).most_common()
+    )  # e.g. {"web: unavailable": 76}: stages that could not run
     s["stage_changes"] = stage_changes(records)
     s["by_question_type"] = _split(records, lambda r: r.get("question_type"))
     s["by_dataset_qtype"] = _split(records, lambda r: r.get("qtype"))

@@ -8,7 +8,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kbqa.context import Context
+
 log = logging.getLogger("kbqa.nodes")
+
+
+def context_of(runtime: Any) -> Context:
+    """The run's :class:`~kbqa.context.Context`, or the defaults (``$KBQA_INDEX``,
+    ``$KBQA_MODEL``...) when ``graph.invoke`` was called without ``context=``."""
+    ctx = getattr(runtime, "context", None)
+    return ctx if ctx is not None else _default_context()
+
+
+@functools.cache
+def _default_context() -> Context:
+    return Context()
 
 
 def visited(node: str, started: float, status: str | None = None) -> dict[str, Any]:
@@ -22,10 +36,13 @@ def visited(node: str, started: float, status: str | None = None) -> dict[str, A
     return {"route": route, "timings": [{"node": node, "seconds": time.perf_counter() - started}]}
 
 
-def fail_soft(node: str, status: str) -> Callable[[Callable[..., dict[str, Any]]], Any]:
+def fail_soft(
+    node: str, status: str, error_field: str | None = None
+) -> Callable[[Callable[..., dict[str, Any]]], Any]:
     """Decorate a post-processing node (verify, fallback, web_search) so that an error inside it
     (a model that fails to load or crashes, an index that cannot be read) keeps the answer so
-    far: the node records ``status`` (e.g. ``verify: failed``) on the route and the run goes on.
+    far: the node records ``status`` (e.g. ``verify: failed``) on the route, and the error in
+    ``error_field`` when given, and the run goes on.
     """
 
     def wrap(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
@@ -37,7 +54,10 @@ def fail_soft(node: str, status: str) -> Callable[[Callable[..., dict[str, Any]]
             except Exception as exc:  # any failure of an optional stage is soft
                 log.warning("%s failed, keeping the answer so far: %s: %s", node,
                             type(exc).__name__, exc)  # fmt: skip
-                return visited(node, started, status)
+                update = visited(node, started, status)
+                if error_field:
+                    update[error_field] = f"{type(exc).__name__}: {exc}"
+                return update
 
         return run
 

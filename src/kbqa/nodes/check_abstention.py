@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 
 from kbqa.context import Context
 from kbqa.corpus.chunking import Chunk
-from kbqa.nodes._record import visited
+from kbqa.nodes._record import context_of, visited
 from kbqa.nodes.finalize import clean_answer
 from kbqa.resources import retriever_for
 from kbqa.state import RetrievedRecord, Source, State
@@ -142,7 +142,7 @@ def check_abstention(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Judge ``raw_answer``: set ``answer``, ``abstained``, ``answered_by`` and ``sources``, and
     record the stage's answer in ``stage_answers``."""
     started = time.perf_counter()
-    ctx = runtime.context
+    ctx = context_of(runtime)
     answer, abstained = judge(state.get("raw_answer", ""), ctx, state["question"])
     stage = "retry" if state.get("retries", 0) > 0 else "generate"
     chunks = retriever_for(ctx).index.chunks
@@ -163,7 +163,7 @@ def route_after_check(
 ) -> Literal["retry", "verify", "fallback", "web_search", "finalize"]:
     """Retry with the wider pool while abstaining and retries remain; then verify (when on);
     else go where :func:`route_unresolved` sends an abstention."""
-    ctx = runtime.context
+    ctx = context_of(runtime)
     if state.get("abstained") and state.get("retries", 0) < ctx.max_retries:
         return "retry"
     if ctx.verify:
@@ -176,7 +176,7 @@ def route_unresolved(
 ) -> Literal["fallback", "web_search", "finalize"]:
     """An answer goes to finalize; an abstention to the precision fallback, then web search,
     each only once and only when switched on."""
-    ctx = runtime.context
+    ctx = context_of(runtime)
     if not state.get("abstained"):
         return "finalize"
     route = state.get("route", [])

@@ -26,7 +26,7 @@ import regex
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
-from kbqa.nodes._record import visited
+from kbqa.nodes._record import context_of, visited
 from kbqa.nodes.check_abstention import chunk_sources
 from kbqa.resources import retriever_for
 from kbqa.retrieval.tokenizer import tokenize
@@ -334,7 +334,7 @@ def _novel_span(sentence: str, question: str) -> str:
 def extract(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Answer from ``retrieved`` with :func:`extract_answer`; abstain when nothing matches."""
     started = time.perf_counter()
-    ctx = runtime.context
+    ctx = context_of(runtime)
     chunks = retriever_for(ctx).index.chunks
     records = state.get("retrieved", [])
     passages = [(r["chunk_id"], chunks[r["chunk_id"]].text) for r in records]

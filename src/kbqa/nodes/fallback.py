@@ -16,12 +16,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
-from kbqa.errors import IndexLoadError
-from kbqa.nodes._record import fail_soft, visited
+from kbqa.nodes._record import context_of, fail_soft, visited
 from kbqa.nodes.check_abstention import chunk_sources, judge
 from kbqa.nodes.generate import answer_state, chunk_passages
 from kbqa.nodes.retrieve import retrieve_records
 from kbqa.resources import retriever_for
+from kbqa.retrieval.index import has_strategy
 from kbqa.state import State
 
 PRECISION = "precision"
@@ -32,12 +32,10 @@ log = logging.getLogger("kbqa.fallback")
 def fallback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Retrieve ``k`` chunks from the precision index and answer with the precision prompt."""
     started = time.perf_counter()
-    ctx = runtime.context
-    try:
-        chunks = retriever_for(ctx, PRECISION).index.chunks
-    except IndexLoadError as exc:
-        log.info("no precision index: %s", exc)
+    ctx = context_of(runtime)
+    if not has_strategy(ctx.index_dir, PRECISION):
         return visited("fallback", started, "fallback: unavailable")
+    chunks = retriever_for(ctx, PRECISION).index.chunks  # a broken one: "fallback: failed"
     records = retrieve_records(state["question"], ctx.k, ctx, PRECISION)
     raw, kept, _ = answer_state(state, ctx, chunk_passages(chunks, records), PRECISION)
     answer, abstained = judge(raw, ctx, state["question"])

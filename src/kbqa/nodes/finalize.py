@@ -9,7 +9,7 @@ import regex
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
-from kbqa.nodes._record import visited
+from kbqa.nodes._record import context_of, visited
 from kbqa.state import State
 
 _LABEL = regex.compile(
@@ -79,7 +79,7 @@ def postprocess(answer: str, question_type: str, titles: list[str]) -> str:
 def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Post-process the answer (:func:`postprocess`), or give the abstention phrase."""
     started = time.perf_counter()
-    ctx = runtime.context
+    ctx = context_of(runtime)
     answer = state.get("answer", "")
     abstained = bool(state.get("abstained", True)) or not answer
     if not abstained:
@@ -89,6 +89,7 @@ def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return {
         "answer": ctx.abstention_phrase if abstained else answer,
         "abstained": abstained,
-        "answered_by": state.get("answered_by", "generate"),
+        # a final abstention was produced by no stage: attribution counts it apart
+        "answered_by": "abstained" if abstained else state.get("answered_by", "generate"),
         **visited("finalize", started),
     }

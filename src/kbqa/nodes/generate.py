@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 
 from kbqa.context import Context
 from kbqa.corpus.chunking import Chunk
-from kbqa.nodes._record import visited
+from kbqa.nodes._record import context_of, visited
 from kbqa.prompts import ANSWER_STOP, Passage, render_answer_prompt
 from kbqa.resources import chat_model_for, retriever_for
 from kbqa.state import RetrievedRecord, State
@@ -177,7 +177,7 @@ def answer_state(
 def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Answer from ``retrieved``; sets ``raw_answer`` and ``context_chunk_ids``."""
     started = time.perf_counter()
-    ctx = runtime.context
+    ctx = context_of(runtime)
     records = state.get("retrieved", [])
     passages = chunk_passages(retriever_for(ctx).index.chunks, records)
     try:

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 
 from kbqa.context import Context
 from kbqa.errors import ModelError
-from kbqa.nodes._record import visited
+from kbqa.nodes._record import context_of, visited
 from kbqa.resources import chat_model_for, retriever_for
 from kbqa.state import RetrievedRecord, State
 
@@ -48,10 +48,10 @@ def retrieve_records(
 def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """First-pass retrieval with ``k`` chunks."""
     started = time.perf_counter()
-    k = runtime.context.k
+    k = context_of(runtime).k
     return {
         "k": k,
-        "retrieved": retrieve_records(state["question"], k, runtime.context),
+        "retrieved": retrieve_records(state["question"], k, context_of(runtime)),
         **visited("retrieve", started),
     }
 
@@ -59,12 +59,12 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
 def route_after_retrieve(state: State, runtime: Runtime[Context]) -> Literal["generate", "extract"]:
     """``extract`` (no LLM) when ``use_llm`` is off or the model cannot be loaded (a missing
     package, a missing file); else ``generate``."""
-    ctx = runtime.context
+    ctx = context_of(runtime)
     if not ctx.use_llm:
         return "extract"
     try:
         chat_model_for(ctx)
     except ModelError as exc:
-        log.warning("LLM unavailable, answering with the pattern extractor: %s", exc)
+        log.info("LLM unavailable, answering with the pattern extractor: %s", exc)
         return "extract"
     return "generate"

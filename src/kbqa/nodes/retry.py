@@ -8,7 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
-from kbqa.nodes._record import visited
+from kbqa.nodes._record import context_of, visited
 from kbqa.nodes.retrieve import retrieve_records
 from kbqa.state import State
 
@@ -16,10 +16,10 @@ from kbqa.state import State
 def retry(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Increment ``retries`` and replace ``retrieved`` with the top ``retry_k`` chunks."""
     started = time.perf_counter()
-    k = runtime.context.retry_k
+    k = context_of(runtime).retry_k
     return {
         "k": k,
         "retries": state.get("retries", 0) + 1,
-        "retrieved": retrieve_records(state["question"], k, runtime.context),
+        "retrieved": retrieve_records(state["question"], k, context_of(runtime)),
         **visited("retry", started),
     }

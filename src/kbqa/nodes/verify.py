@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 
 from kbqa.context import Context
 from kbqa.evals.metrics import normalize_answer
-from kbqa.nodes._record import fail_soft, visited
+from kbqa.nodes._record import context_of, fail_soft, visited
 from kbqa.nodes.check_abstention import judge
 from kbqa.nodes.extract import extract_answer
 from kbqa.prompts import ANSWER_STOP, Passage, render_verify_prompt
@@ -31,7 +31,7 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     abstention on an answered candidate counts as no correction (the candidate stays), so only
     an abstention can become an answer here, never the other way round."""
     started = time.perf_counter()
-    ctx = runtime.context
+    ctx = context_of(runtime)
     chunks = retriever_for(ctx).index.chunks
     given = state.get("context_chunk_ids", [])
     passages = [Passage(chunks[c].title, chunks[c].text) for c in given]

@@ -19,7 +19,7 @@ import regex
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
-from kbqa.nodes._record import fail_soft, visited
+from kbqa.nodes._record import context_of, fail_soft, visited
 from kbqa.nodes.check_abstention import judge
 from kbqa.nodes.extract import STOPWORDS
 from kbqa.nodes.generate import answer_state
@@ -146,12 +146,12 @@ def web_query(question: str) -> str:
     return " ".join(words[:MAX_QUERY_WORDS]) or question.strip()
 
 
-@fail_soft("web_search", "web: failed")
+@fail_soft("web_search", "web: failed", "web_error")
 def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Search, then answer from the snippets; set ``web_query`` and ``web_results``, and on an
     answer ``answer``, ``abstained=False``, ``answered_by="web_search"`` and URL ``sources``."""
     started = time.perf_counter()
-    ctx = runtime.context
+    ctx = context_of(runtime)
     query = web_query(state["question"])
     try:
         engine = load_web_search(ctx.web_search)

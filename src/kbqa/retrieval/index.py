@@ -570,6 +570,21 @@ class EmbeddingCache:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def has_strategy(path: str | Path, strategy: str) -> bool:
+    """``path`` is a ``--strategy both`` directory whose manifest lists ``strategy``, or a single
+    index of that strategy (whether its files are intact is for :func:`load_index` to say)."""
+    try:
+        manifest = json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(manifest, dict):
+        return False
+    if isinstance(manifest.get("indexes"), dict):
+        return strategy in manifest["indexes"]
+    chunking = manifest.get("chunking")
+    return isinstance(chunking, dict) and chunking.get("strategy") == strategy
+
+
 def is_index_dir(path: Path) -> bool:
     """True when ``path`` holds a manifest written by kbqa (not any ``manifest.json``)."""
     try:

@@ -197,7 +197,9 @@ def register_web_search(name: str, search: WebSearch) -> None:
 
 def known_web_search(name: str) -> bool:
     """``name`` is one :func:`load_web_search` accepts (the static file is not read here)."""
-    return name in ("ddgs", "off") or name.startswith("static:") or name in _REGISTRY
+    if name.startswith("static:"):
+        return Path(name.removeprefix("static:")).is_file()
+    return name in ("ddgs", "off") or name in _REGISTRY
 
 
 def load_web_search(name: str) -> WebSearch | None:

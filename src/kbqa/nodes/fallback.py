@@ -9,6 +9,7 @@ it is not one. An index without a precision part records ``fallback: unavailable
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import Any
@@ -25,6 +26,12 @@ from kbqa.retrieval.index import has_strategy
 from kbqa.state import State
 
 PRECISION = "precision"
+
+
+@functools.cache
+def _has_precision(index_dir: str) -> bool:
+    """Read once per index directory, as the retrievers are (:mod:`kbqa.resources`)."""
+    return has_strategy(index_dir, PRECISION)
 log = logging.getLogger("kbqa.fallback")
 
 
@@ -33,7 +40,7 @@ def fallback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Retrieve ``k`` chunks from the precision index and answer with the precision prompt."""
     started = time.perf_counter()
     ctx = context_of(runtime)
-    if not has_strategy(ctx.index_dir, PRECISION):
+    if not _has_precision(ctx.index_dir):
         return visited("fallback", started, "fallback: unavailable")
     chunks = retriever_for(ctx, PRECISION).index.chunks  # a broken one: "fallback: failed"
     records = retrieve_records(state["question"], ctx.k, ctx, PRECISION)

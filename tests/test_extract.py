@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kbqa.nodes.extract import PATTERNS, extract_answer, sentences
-from kbqa.nodes.finalize import postprocess
+from kbqa.nodes.finalize import postprocess, snap_to_context
 from kbqa.nodes.web_search import key_entities, web_query
 
 BN = "তিনি ১৯৭১ সালের ২৬ মার্চ জন্মগ্রহণ করেন, ইমেইল: info@example.com.bd"
@@ -83,3 +83,23 @@ def test_key_entities(question: str, entities: list[str]) -> None:
 )
 def test_postprocess(answer: str, qtype: str, titles: list[str], expected: str) -> None:
     assert postprocess(answer, qtype, titles) == expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "qtype", "passage", "expected"),
+    [
+        ("cs161", "other", "Units: 4\nCS 161. Computer Security", "CS 161"),
+        ("11711", "number", "Course 11-711: Advanced NLP", "11-711"),
+        ("PhD", "other", "She holds a Ph.D. in Linguistics.", "Ph.D"),
+        ("March 26 1971", "date", "born on March 26, 1971 in Dhaka", "March 26, 1971"),
+        ("1971", "date", BN, "১৯৭১"),
+        ("২৬ মার্চ", "date", "on 26 মার্চ 1971", "26 মার্চ"),
+        ("1971", "date", "in 1971 and 1972", "1971"),  # verbatim: unchanged
+        ("45", "number", "In 1945, 45 people came.", "45"),  # whole numbers only
+        ("1999", "date", "in 1971", "1999"),  # not in the context: unchanged
+        ("dhaka", "location", "Dhaka is the capital", "dhaka"),  # no digit, not a date/degree
+        ("2", "number", "in 2 days", "2"),
+    ],
+)
+def test_snap_to_context(answer: str, qtype: str, passage: str, expected: str) -> None:
+    assert snap_to_context(answer, qtype, [passage]) == expected

@@ -3,10 +3,10 @@
 import pytest
 
 from kbqa.llm.fake import ScriptedChatModel
-from kbqa.nodes.check_abstention import is_abstention
+from kbqa.nodes.check_abstention import is_abstention, settled_abstention
 from kbqa.nodes.classify import detect_language, question_type
 from kbqa.nodes.finalize import clean_answer
-from kbqa.nodes.generate import fit_prompt
+from kbqa.nodes.generate import fit_prompt, stream_until_abstention
 from kbqa.prompts import ABSTENTION_PHRASE, Passage
 
 P = ABSTENTION_PHRASE
@@ -120,3 +120,33 @@ def test_budget_too_small_for_the_question() -> None:
     model = ScriptedChatModel.from_name("fake/abstain")
     with pytest.raises(ValueError, match="shorten the question or raise n_ctx"):
         fit_prompt(model, "q " * 1000, _passages(), 50)
+
+
+@pytest.mark.parametrize(
+    ("reply", "kept"),
+    [
+        # the fixed phrase and paraphrases stop the stream where they are complete
+        (f"{P}, কারণ প্রসঙ্গে এই বিষয়ে কিছুই বলা নেই", f"{P}, "),
+        ("I don't know. The context talks about something else entirely", "I don't know. "),
+        ("The answer is not mentioned in the context at all", "The answer is not mentioned "),
+        # answers stream to the end
+        ("No, it does not contain gluten", "No, it does not contain gluten"),
+        ("ঢাকা বিশ্ববিদ্যালয়", "ঢাকা বিশ্ববিদ্যালয়"),
+        ("unknown soldier", "unknown soldier"),  # 'unknown' alone abstains, not as a prefix
+    ],
+)
+def test_generation_stops_at_a_settled_abstention(reply: str, kept: str) -> None:
+    from langchain_core.messages import HumanMessage
+
+    model = ScriptedChatModel(script=[reply])
+    text = stream_until_abstention(model, [HumanMessage("q")], None, 64, P)
+    assert text == kept
+    assert model.streamed == len(kept.split())
+    # stopping early never changes the verdict on the whole reply
+    assert is_abstention(clean_answer(text), P) == is_abstention(clean_answer(reply), P)
+
+
+def test_settled_abstention_needs_the_first_line() -> None:
+    assert not settled_abstention("", P)
+    assert not settled_abstention("ঢাকা\n(not mentioned elsewhere)", P)
+    assert settled_abstention("Answer:\nতথ্য নেই", P)

@@ -10,14 +10,15 @@ like ``fake/first-sentence`` (for interrupting runs in tests); ``fake/fail`` rai
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import Field, PrivateAttr
 
 from kbqa.prompts import ABSTENTION_PHRASE, CONTEXT_MARKER
@@ -32,6 +33,7 @@ class ScriptedChatModel(BaseChatModel):
     n_ctx: int = 4096
     delay: float = 0.0
     _calls: int = PrivateAttr(default=0)
+    _streamed: int = PrivateAttr(default=0)
 
     @classmethod
     def from_name(cls, name: str, n_ctx: int = 4096) -> ScriptedChatModel:
@@ -58,6 +60,11 @@ class ScriptedChatModel(BaseChatModel):
     def calls(self) -> int:
         """How many times the model was called."""
         return self._calls
+
+    @property
+    def streamed(self) -> int:
+        """How many streamed pieces (words with their trailing space) callers consumed."""
+        return self._streamed
 
     @property
     def _llm_type(self) -> str:
@@ -90,3 +97,16 @@ class ScriptedChatModel(BaseChatModel):
         else:
             text = self.script[min(self._calls - 1, len(self.script) - 1)]
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        """The scripted answer a word at a time (each word with the spaces after it)."""
+        text = str(self._generate(messages, stop, run_manager, **kwargs).generations[0].text)
+        for piece in re.findall(r"\S+\s*|\s+", text):
+            self._streamed += 1
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))

@@ -111,6 +111,26 @@ def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
     return bool(question) and norm == _norm(question)
 
 
+def settled_abstention(partial: str, phrase: str, max_chars: int = 200) -> bool:
+    """True when a generation cut off here is an abstention whatever it goes on to say.
+
+    The check the generator runs on each streamed token, so a model that starts to abstain is
+    stopped there instead of spending its token budget on the explanation: the first answer
+    line so far (:func:`~kbqa.nodes.finalize.clean_answer`) already holds the fixed ``phrase``
+    or a known paraphrase (``ABSTENTION_SUBSTRINGS``) and does not open with yes/no and a comma.
+    Lines only grow, so :func:`judge` reaches the same verdict on the full output.
+    """
+    line = clean_answer(partial, max_chars)
+    norm = _norm(line)
+    if not norm:
+        return False
+    if _norm(phrase) in norm:
+        return True
+    if _YES_NO_ANSWER.match(line):
+        return False
+    return any(_norm(p) in norm for p in ABSTENTION_SUBSTRINGS)
+
+
 def judge(raw: str, ctx: Context, question: str) -> tuple[str, bool]:
     """``(answer, abstained)`` for a model's raw output: the cleaned short answer, or the
     abstention phrase when :func:`is_abstention` says so or nothing is left after cleaning."""

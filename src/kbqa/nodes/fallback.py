@@ -32,6 +32,8 @@ PRECISION = "precision"
 def _has_precision(index_dir: str) -> bool:
     """Read once per index directory, as the retrievers are (:mod:`kbqa.resources`)."""
     return has_strategy(index_dir, PRECISION)
+
+
 log = logging.getLogger("kbqa.fallback")
 
 

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 
 from kbqa.context import Context
 from kbqa.nodes._record import context_of, visited
+from kbqa.resources import retriever_for
 from kbqa.state import State
 
 _LABEL = regex.compile(
@@ -53,6 +54,73 @@ _YES_NO = regex.compile(r"^(হ্যাঁ|হ্যা|না|yes|no)\b[\s,.;:
 _LEADING_PREPOSITION = regex.compile(r"^(?:on|in|at|since|by|from|around|about)\s+(?=\S)", regex.I)
 
 
+_WORD_CHAR = regex.compile(r"[\p{L}\p{M}\p{N}]")
+_DEGREE = regex.compile(
+    r"^(?:ph\.?\s?d|d\.?\s?phil|m\.?\s?sc?|b\.?\s?sc?|m\.?\s?a|b\.?\s?a|m\.?\s?eng|b\.?\s?eng|"
+    r"mba|m\.?\s?phil|ll\.?\s?[bm]|m\.?\s?d)\.?(?:\s|$)",
+    regex.I,
+)
+"""Degree abbreviations (``PhD``, ``M.S.``, ``BSc``...) at the start of an answer."""
+_ASCII_TO_BENGALI = str.maketrans("0123456789", "০১২৩৪৫৬৭৮৯")
+_BENGALI_TO_ASCII = str.maketrans("০১২৩৪৫৬৭৮৯", "0123456789")
+MAX_SNAP_CHARS = 60
+"""Longer answers are left as the model wrote them."""
+
+
+def _char_pattern(ch: str) -> str:
+    if ch.isdigit():
+        ascii_digit = ch.translate(_BENGALI_TO_ASCII)
+        return f"[{ascii_digit}{ascii_digit.translate(_ASCII_TO_BENGALI)}]"
+    return str(regex.escape(ch))
+
+
+def snap_to_context(answer: str, question_type: str, passages: list[str]) -> str:
+    """The context's own spelling of a date, number, code or degree the model re-wrote.
+
+    Applies to answers with a digit, to ``date``/``number`` questions and to degree
+    abbreviations (type-aware RAG seed: normalise dates, degrees and course codes per type).
+    When the answer is not verbatim in a passage but is there up to case, spacing and
+    ``.``/``-``/``/``/``,`` separators, or with Bangla instead of ASCII digits (or the reverse),
+    the passage's span is returned: ``cs161`` -> ``CS 161``, ``PhD`` -> ``Ph.D``,
+    ``March 26 1971`` -> ``March 26, 1971``, ``1971`` -> ``১৯৭১``. Otherwise ``answer`` is returned
+    unchanged.
+
+    Args:
+        answer: A cleaned short answer.
+        question_type: The classify node's type.
+        passages: The texts the answer was read from (chunks or web snippets).
+    """
+    if not answer or len(answer) > MAX_SNAP_CHARS or not passages:
+        return answer
+    if not (
+        question_type in ("date", "number")
+        or any(ch.isdigit() for ch in answer)
+        or _DEGREE.match(answer)
+    ):
+        return answer
+    if any(answer in text for text in passages):
+        return answer
+    parts: list[str] = []
+    gap = False
+    for ch in answer:
+        if not _WORD_CHAR.match(ch):
+            gap = True
+            continue
+        if parts:  # between two word characters: the answer's gap, or an optional separator
+            parts.append(r"[\s.,\-/]{1,3}" if gap else r"[\s.\-]?")
+        parts.append(_char_pattern(ch))
+        gap = False
+    if len(parts) < 3:  # fewer than two word characters
+        return answer
+    pattern = regex.compile(
+        r"(?<![\p{L}\p{M}\p{N}])" + "".join(parts) + r"(?![\p{L}\p{M}\p{N}])", regex.I
+    )
+    for text in passages:
+        if m := pattern.search(text):
+            return str(m.group(0))
+    return answer
+
+
 def postprocess(answer: str, question_type: str, titles: list[str]) -> str:
     """Type-aware clean-up of a short answer (type-aware RAG seed's strict post-processing).
 
@@ -76,15 +144,39 @@ def postprocess(answer: str, question_type: str, titles: list[str]) -> str:
     return answer.rstrip(_TRAILING)
 
 
+def answer_passages(state: State, ctx: Context) -> list[str]:
+    """The texts the answer was read from: web snippets for ``web_search``, the precision
+    index's cited chunks for ``fallback``, else the prompt's chunks of the primary index; ``[]``
+    when the index cannot be opened."""
+    by = state.get("answered_by", "")
+    if by == "web_search":
+        return [r.get("snippet", "") for r in state.get("web_results", [])]
+    try:
+        if by == "fallback":
+            chunks = retriever_for(ctx, strategy="precision").index.chunks
+            ids = [s["chunk_id"] for s in state.get("sources", [])]
+        else:
+            chunks = retriever_for(ctx).index.chunks
+            ids = state.get("context_chunk_ids") or [
+                r["chunk_id"] for r in state.get("retrieved", [])
+            ]
+        return [chunks[i].text for i in ids if 0 <= i < len(chunks)]
+    except Exception:  # no index (a graph run on state alone): nothing to snap to
+        return []
+
+
 def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Post-process the answer (:func:`postprocess`), or give the abstention phrase."""
+    """Post-process the answer (:func:`postprocess`, then :func:`snap_to_context`), or give the
+    abstention phrase."""
     started = time.perf_counter()
     ctx = context_of(runtime)
     answer = state.get("answer", "")
     abstained = bool(state.get("abstained", True)) or not answer
     if not abstained:
         titles = [s["title"] for s in state.get("sources", []) if s.get("title")]
-        answer = postprocess(answer, state.get("question_type", "other"), titles)
+        qtype = state.get("question_type", "other")
+        answer = postprocess(answer, qtype, titles)
+        answer = snap_to_context(answer, qtype, answer_passages(state, ctx))
         abstained = not answer
     return {
         "answer": ctx.abstention_phrase if abstained else answer,

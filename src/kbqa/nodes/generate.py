@@ -12,6 +12,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from langchain_core.caches import BaseCache
+from langchain_core.globals import get_llm_cache
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
@@ -19,6 +21,7 @@ from langgraph.runtime import Runtime
 from kbqa.context import Context
 from kbqa.corpus.chunking import Chunk
 from kbqa.nodes._record import context_of, visited
+from kbqa.nodes.check_abstention import settled_abstention
 from kbqa.prompts import ANSWER_STOP, Passage, render_answer_prompt
 from kbqa.resources import chat_model_for, retriever_for
 from kbqa.state import RetrievedRecord, State
@@ -144,8 +147,46 @@ def generate_answer(
         variant=variant,
     )
     stop = ANSWER_STOP if style == "completion" else None  # a chat model may open with "\n"
-    reply = model.invoke(messages, stop=stop, max_tokens=max_tokens or ctx.max_answer_tokens)
-    return str(reply.content), kept, tokens
+    raw = stream_until_abstention(
+        model, messages, stop, max_tokens or ctx.max_answer_tokens, ctx.abstention_phrase
+    )
+    return raw, kept, tokens
+
+
+def _uses_cache(model: BaseChatModel) -> bool:
+    if isinstance(model.cache, BaseCache):
+        return True
+    return model.cache is not False and get_llm_cache() is not None
+
+
+def stream_until_abstention(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    stop: list[str] | None,
+    max_tokens: int,
+    phrase: str,
+) -> str:
+    """Stream the model's reply and stop as soon as it is settled as an abstention
+    (:func:`~kbqa.nodes.check_abstention.settled_abstention`): output is constrained while it
+    is generated, not only judged afterwards, and an abstaining model (``Context-এ তথ্য নেই,
+    কারণ ...``, ``I don't know. The context ...``) stops paying for its explanation.
+
+    Under an LLM cache (the ablation runs' memoised generations; LangChain's ``stream`` does not
+    read the cache) the reply is generated whole with ``invoke``; the verdict is the same.
+
+    Returns:
+        The text generated up to the end, a stop sequence, ``max_tokens`` or the settled
+        abstention.
+    """
+    if _uses_cache(model):
+        return str(model.invoke(messages, stop=stop, max_tokens=max_tokens).content)
+    text = ""
+    for part in model.stream(messages, stop=stop, max_tokens=max_tokens):
+        text += str(part.content)
+        if settled_abstention(text, phrase):
+            log.debug("abstention settled after %d chars; generation stopped", len(text))
+            break
+    return text
 
 
 def chunk_passages(

@@ -69,7 +69,7 @@ class Site(BaseHTTPRequestHandler):
         elif path == "/doc.pdf":
             self._send(200, b"%PDF-1.4 ...", "application/pdf")
         elif path == "/big":
-            self._send(200, page("Big", [], "x " * 600_000).encode())
+            self._send(200, page("Big", [], "x " * 5_000_000).encode())  # a 10 MB page
         elif path == "/latin1":
             self._send(200, page("Latin", [], "Crème brûlée " * 30).encode("cp1252"),
                        "text/html; charset=windows-1252")  # fmt: skip

@@ -86,6 +86,15 @@ def test_postprocess(answer: str, qtype: str, titles: list[str], expected: str) 
 
 
 @pytest.mark.parametrize(
+    ("answer", "language", "expected"),
+    [("yes", "bn", "হ্যাঁ"), ("No", "bn", "না"), ("হ্যা", "en", "Yes"), ("yes", "en", "Yes"),
+     ("yes sir", "bn", "yes sir"), ("না", None, "না")],
+)  # fmt: skip
+def test_bare_yes_no_in_the_question_language(answer: str, language: str, expected: str) -> None:
+    assert postprocess(answer, "other", [], language) == expected
+
+
+@pytest.mark.parametrize(
     ("answer", "qtype", "passage", "expected"),
     [
         ("cs161", "other", "Units: 4\nCS 161. Computer Security", "CS 161"),

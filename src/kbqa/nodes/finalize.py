@@ -121,13 +121,23 @@ def snap_to_context(answer: str, question_type: str, passages: list[str]) -> str
     return answer
 
 
-def postprocess(answer: str, question_type: str, titles: list[str]) -> str:
+_YES_NO_IN = {
+    "bn": {"হ্যাঁ": "হ্যাঁ", "হ্যা": "হ্যাঁ", "yes": "হ্যাঁ", "না": "না", "no": "না"},
+    "en": {"হ্যাঁ": "Yes", "হ্যা": "Yes", "yes": "Yes", "না": "No", "no": "No"},
+}
+"""A yes/no word in the question's language (Gemma answers a Bangla question ``yes``)."""
+
+
+def postprocess(
+    answer: str, question_type: str, titles: list[str], language: str | None = None
+) -> str:
     """Type-aware clean-up of a short answer (type-aware RAG seed's strict post-processing).
 
     - a leading passage title the model copied from the prompt (``Jacksonville,_Florida: ...``)
       is dropped;
     - an explanation after the answer (``because ...``, ``কারণ ...``, a parenthesis) is cut;
-    - yes/no answers are reduced to ``হ্যাঁ``/``না``/``Yes``/``No``;
+    - yes/no answers are reduced to ``হ্যাঁ``/``না``/``Yes``/``No``, and a bare yes/no word
+      is given in the question's ``language`` (``bn``/``en``; ``yes`` -> ``হ্যাঁ``) when known;
     - date and location answers lose a leading English preposition (``in 1903`` -> ``1903``).
     """
     for title in titles:
@@ -139,6 +149,8 @@ def postprocess(answer: str, question_type: str, titles: list[str]) -> str:
     if question_type == "yes/no" and (m := _YES_NO.match(answer + " ")):
         word = m.group(1)
         answer = {"হ্যা": "হ্যাঁ", "yes": "Yes", "no": "No"}.get(word.lower(), word)
+    if language in _YES_NO_IN and answer.lower() in _YES_NO_IN[language]:
+        answer = _YES_NO_IN[language][answer.lower()]
     if question_type in ("date", "location"):
         answer = _LEADING_PREPOSITION.sub("", answer)
     return answer.rstrip(_TRAILING)
@@ -175,7 +187,7 @@ def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if not abstained:
         titles = [s["title"] for s in state.get("sources", []) if s.get("title")]
         qtype = state.get("question_type", "other")
-        answer = postprocess(answer, qtype, titles)
+        answer = postprocess(answer, qtype, titles, state.get("language"))
         answer = snap_to_context(answer, qtype, answer_passages(state, ctx))
         abstained = not answer
     return {

@@ -58,4 +58,4 @@ def verifier_name(ctx: Context) -> str:
 
 def verifier_for(ctx: Context) -> BaseChatModel:
     """The shared verifier model for a run's context."""
-    return load_chat_model(verifier_name(ctx), ctx.n_ctx, ctx.n_threads)
+    return load_chat_model(verifier_name(ctx), ctx.n_ctx, ctx.n_threads, role="verifier")

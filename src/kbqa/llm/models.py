@@ -187,9 +187,8 @@ def check_model_name(name: str) -> None:
         resolve_model(name)
 
 
-@functools.cache
 def load_chat_model(
-    name: str = DEFAULT_MODEL, n_ctx: int = 4096, n_threads: int = 0
+    name: str = DEFAULT_MODEL, n_ctx: int = 4096, n_threads: int = 0, role: str = "generator"
 ) -> BaseChatModel:
     """Load a chat model once per process (cached by arguments).
 
@@ -197,10 +196,26 @@ def load_chat_model(
         name: Registry name, ``.gguf`` path, or ``fake/<script>``.
         n_ctx: Context window in tokens for llama.cpp.
         n_threads: CPU threads for llama.cpp; 0 means all cores.
+        role: ``generator`` or ``verifier``: each role of a GGUF model gets its own llama.cpp
+            instance (the weights are memory-mapped, so shared; the KV cache is not). llama.cpp
+            reuses the KV cache of the prompt prefix the previous call shared (the reader's
+            instruction and few-shot examples); a verifier prompt in between would evict it,
+            making every answer re-read that prefix (about 45% slower on Gemma 3 270M here) and, because greedy
+            decoding over a differently batched prompt can flip a near tie, change some answers.
+            Fake models ignore it (one scripted instance serves both roles).
 
     Raises:
         ModelError: See :func:`resolve_model`; also when llama-cpp-python is not installed.
     """
+    if role not in ("generator", "verifier"):
+        raise ValueError(f"role must be generator or verifier, got {role!r}")
+    if name.startswith("fake/"):
+        role = "generator"
+    return _load_chat_model(name, n_ctx, n_threads, role)
+
+
+@functools.cache
+def _load_chat_model(name: str, n_ctx: int, n_threads: int, role: str) -> BaseChatModel:
     if name.startswith("fake/"):
         from kbqa.llm.fake import ScriptedChatModel
 

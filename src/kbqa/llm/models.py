@@ -200,8 +200,9 @@ def load_chat_model(
             instance (the weights are memory-mapped, so shared; the KV cache is not). llama.cpp
             reuses the KV cache of the prompt prefix the previous call shared (the reader's
             instruction and few-shot examples); a verifier prompt in between would evict it,
-            making every answer re-read that prefix (about 45% slower on Gemma 3 270M here) and, because greedy
-            decoding over a differently batched prompt can flip a near tie, change some answers.
+            making every answer re-read that prefix (about 45% slower on Gemma 3 270M here)
+            and, because greedy decoding over a differently batched prompt can flip a near
+            tie, change some answers.
             Fake models ignore it (one scripted instance serves both roles).
 
     Raises:

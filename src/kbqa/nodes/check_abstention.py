@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from kbqa.context import Context
 from kbqa.corpus.chunking import Chunk
 from kbqa.nodes._record import context_of, visited
+from kbqa.nodes.classify import question_type
 from kbqa.nodes.finalize import clean_answer
 from kbqa.resources import retriever_for
 from kbqa.state import RetrievedRecord, Source, State
@@ -75,6 +76,10 @@ _CONTRACTIONS = (
 )
 _YES_NO_ANSWER = regex.compile(r"^\s*(no|yes|না|হ্যাঁ|হ্যা)\s*[,.।;:!]", regex.I)
 """``No, it does not contain gluten`` is an answer, not an abstention."""
+ECHO_COVERAGE = 0.5
+"""An answer made only of the question's words and holding at least this share of them is the
+question echoed back (Gemma 3 270M echoes a question, or its first part, instead of abstaining).
+Not applied to yes/no questions, where ``Paris is the capital of France`` answers."""
 MIN_PHRASE_PREFIX = 8
 """A cut-off fixed phrase (``Context-এ তথ্য``) counts from this many normalised characters."""
 
@@ -94,7 +99,7 @@ def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
     (a prefix of at least :data:`MIN_PHRASE_PREFIX` characters), a known paraphrase
     (``তথ্য নেই``, ``জানা যায়নি``, ``I don't know``, ``not mentioned``...) unless the answer
     opens with yes/no and a comma (``No, it does not contain gluten``), a whole answer of
-    ``unknown``/``none``, or the question echoed back.
+    ``unknown``/``none``, or the question echoed back, whole or mostly (:func:`is_echo`).
     """
     norm = _norm(answer)
     if not norm:
@@ -108,7 +113,18 @@ def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
         return False
     if any(_norm(p) in norm for p in ABSTENTION_SUBSTRINGS):
         return True
-    return bool(question) and norm == _norm(question)
+    return bool(question) and is_echo(norm, _norm(question), question)
+
+
+def is_echo(answer_norm: str, question_norm: str, question: str) -> bool:
+    """The normalised answer is the question, or (outside yes/no questions) only words of the
+    question covering at least :data:`ECHO_COVERAGE` of them."""
+    if answer_norm == question_norm:
+        return True
+    words, asked = set(answer_norm.split()), set(question_norm.split())
+    if not words or not words <= asked or question_type(question) == "yes/no":
+        return False
+    return len(words) >= ECHO_COVERAGE * len(asked)
 
 
 def settled_abstention(partial: str, phrase: str, max_chars: int = 200) -> bool:

@@ -14,10 +14,15 @@ from kbqa.resources import retriever_for
 from kbqa.state import State
 
 _LABEL = regex.compile(
-    r"^\s*((উত্তর|উত্তরঃ|answer)\s*[:ঃ\-–]|(a|ans)\s*:|\[\s*\d+\s*\]\s*:?)\s*", regex.I
+    r"^\s*((উত্তর|উত্তরঃ|answer)\s*[:ঃ\-–]|(a|ans)\s*:|\[\s*\d+\s*\]\s*:?"
+    r"|(\(\s*[\p{N}\p{L}]{1,2}\s*\)\s*)+)\s*",
+    regex.I,
 )
-"""A leading answer label or a passage citation marker such as ``[3]`` (the prompt numbers
-passages and small models copy the number)."""
+"""A leading answer label, a passage citation marker such as ``[3]`` (the prompt numbers
+passages and small models copy the number) or list markers (``(১)``, ``(ক)``, ``(1) (2)``:
+Gemma 3 270M starts lists that way)."""
+_CITATION = regex.compile(r"\s*\[\s*\d+\s*\]\s*")
+"""A passage number inside the answer (``Dhaka [2]``)."""
 _BARE_LABELS = frozenset({"উত্তর", "answer", "ans"})
 _QUOTES = "\"'“”‘’«»`*_[](){}"
 _TRAILING = " \t।.,;:!|-–—"
@@ -27,7 +32,8 @@ def clean_answer(raw: str, max_chars: int = 200) -> str:
     """Strip what small models wrap around a short answer.
 
     Keeps the first line that is not empty once a label is removed (``Answer:\nDhaka`` ->
-    ``Dhaka``), removes ``উত্তর:`` / ``Answer:`` labels, surrounding quotes,
+    ``Dhaka``), removes ``উত্তর:`` / ``Answer:`` labels, list markers and passage numbers
+    (``[2]``), surrounding quotes,
     brackets and markdown emphasis, and a trailing danda or full stop; folds spaces; cuts to
     ``max_chars`` at a word boundary.
     """
@@ -38,7 +44,7 @@ def clean_answer(raw: str, max_chars: int = 200) -> str:
         if candidate and candidate.lower().rstrip("ঃ:") not in _BARE_LABELS:
             line = candidate
             break
-    line = " ".join(line.split())
+    line = " ".join(_CITATION.sub(" ", line).split())
     if len(line) > max_chars:
         cut = line.rfind(" ", 0, max_chars)
         line = line[: cut if cut > max_chars // 2 else max_chars]

@@ -65,6 +65,13 @@ def test_verifier_correction_is_recorded(both_index: Path) -> None:
     assert [s["stage"] for s in out["stage_answers"]] == ["generate", "verify"]
 
 
+def test_an_ungrounded_correction_is_refused(both_index: Path) -> None:
+    out = run(both_index, script("ঢাকা", "কলকাতা শহর"))  # the verifier's answer is in no passage
+    assert out["route"] == [*HEAD, "verify", "verify: ungrounded", "finalize"]
+    assert (out["answer"], out["answered_by"], out["verify_changed"]) == ("ঢাকা", "generate", False)
+    assert out["verified_answer"] == "কলকাতা শহর"
+
+
 def test_abstain_then_retry_answers(both_index: Path) -> None:
     out = run(both_index, script(ABST, "ঢাকা", "ঢাকা"))
     assert out["route"] == [*HEAD, *RETRY, "verify", "finalize"]

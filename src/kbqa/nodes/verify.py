@@ -24,12 +24,21 @@ from kbqa.resources import retriever_for, verifier_for
 from kbqa.state import State
 
 
+def grounded(answer: str, texts: list[str]) -> bool:
+    """The answer, normalised (:func:`~kbqa.evals.metrics.normalize_answer`: case, punctuation,
+    Bangla digits), occurs in one of ``texts`` normalised the same way."""
+    norm = normalize_answer(answer)
+    return bool(norm) and any(norm in normalize_answer(text) for text in texts)
+
+
 @fail_soft("verify", "verify: failed")
 def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Set ``verified_answer`` and ``verify_changed``; on a change, ``answer``, ``abstained``,
-    ``raw_answer`` and ``answered_by="verify"`` too. The verifier confirms or corrects: its
-    abstention on an answered candidate counts as no correction (the candidate stays), so only
-    an abstention can become an answer here, never the other way round."""
+    """Set ``verified_answer`` (the verifier's own reply) and ``verify_changed``; on a change,
+    ``answer``, ``abstained``, ``raw_answer`` and ``answered_by="verify"`` too. The verifier
+    confirms or corrects: its abstention on an answered candidate counts as no correction (the
+    candidate stays), so only an abstention can become an answer here, never the other way
+    round. A correction is taken only when it is :func:`grounded` in the context; otherwise the
+    candidate stays and the route records ``verify: ungrounded``."""
     started = time.perf_counter()
     ctx = context_of(runtime)
     chunks = retriever_for(ctx).index.chunks
@@ -58,14 +67,20 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     raw = str(reply.content)
     answer, abstained = judge(raw, ctx, state["question"])
+    verified = answer
     if abstained and not state.get("abstained", True):
         answer, abstained = candidate, False
     changed = normalize_answer(answer) != normalize_answer(candidate)
+    status = None
+    if changed and not abstained and not grounded(answer, [p.text for p in passages]):
+        # an untuned small verifier rewrites answers freely: a correction must be in the context
+        answer, abstained = candidate, bool(state.get("abstained", True))
+        changed, status = False, "verify: ungrounded"
     update: dict[str, Any] = {
-        "verified_answer": answer,
+        "verified_answer": verified,
         "verify_changed": changed,
         "stage_answers": [{"stage": "verify", "answer": answer, "abstained": abstained}],
-        **visited("verify", started),
+        **visited("verify", started, status),
     }
     if changed:
         update |= {

@@ -90,6 +90,17 @@ REAL_OUTPUTS = [
 ]
 
 
+REAL_OUTPUTS += [
+    # Qwen2.5-Coder-1.5B-Instruct (ChatML): the fixed phrase, or a bare passage number
+    (QWEN, "১ম আলফোনসোর সমাধি কোথায়?", "Context-এ তথ্য নেই", None),
+    (QWEN, "রাসেলকে কোন দর্শনের অন্যতম প্রতিষ্ঠাতা বিবেচনা করা হয়?", "[3]", None),
+    (QWEN, "বাংলাদেশীদের খাবারের কত শতাংশের বেশি আমিষ আসে মাছ থেকে?", "80", "80"),
+    (QWEN, "সমতল পৃথিবী বলতে কী বোঝানো হচ্ছে?", "বরং সমতল", "বরং সমতল"),
+    (QWEN, "গোদা চিংড়ি কোন পরিবারের অন্তর্ভুক্ত?", "পালামনইডা", "পালামনইডা"),
+    (QWEN, "সিনেমাতে ডিজিটাল বিপ্লবের প্রভাব কীরূপ?", "বিংশ শতাব্দীর শেষভাগে", "বিংশ শতাব্দীর শেষভাগে"),
+]
+
+
 @pytest.mark.parametrize(("model", "question", "raw", "expected"), REAL_OUTPUTS)
 def test_real_output(model: str, question: str, raw: str, expected: str | None) -> None:
     answer, abstained = judge(raw, CTX, question)

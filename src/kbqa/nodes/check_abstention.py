@@ -91,6 +91,9 @@ def _norm(text: str) -> str:
     return " ".join(_NON_WORD.sub(" ", text).split())
 
 
+_NORMED_SUBSTRINGS = tuple(_norm(p) for p in ABSTENTION_SUBSTRINGS)
+
+
 def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
     """True when ``answer`` is an abstention.
 
@@ -111,9 +114,14 @@ def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
         return True
     if _YES_NO_ANSWER.match(answer):
         return False
-    if any(_norm(p) in norm for p in ABSTENTION_SUBSTRINGS):
+    if _paraphrases_abstention(answer, norm):
         return True
     return bool(question) and is_echo(norm, _norm(question), question)
+
+
+def _paraphrases_abstention(answer: str, norm: str) -> bool:
+    """A known paraphrase occurs in the answer, which does not open with yes/no and a comma."""
+    return not _YES_NO_ANSWER.match(answer) and any(p in norm for p in _NORMED_SUBSTRINGS)
 
 
 def is_echo(answer_norm: str, question_norm: str, question: str) -> bool:
@@ -138,13 +146,7 @@ def settled_abstention(partial: str, phrase: str, max_chars: int = 200) -> bool:
     """
     line = clean_answer(partial, max_chars)
     norm = _norm(line)
-    if not norm:
-        return False
-    if _norm(phrase) in norm:
-        return True
-    if _YES_NO_ANSWER.match(line):
-        return False
-    return any(_norm(p) in norm for p in ABSTENTION_SUBSTRINGS)
+    return bool(norm) and (_norm(phrase) in norm or _paraphrases_abstention(line, norm))
 
 
 def judge(raw: str, ctx: Context, question: str) -> tuple[str, bool]:

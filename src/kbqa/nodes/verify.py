@@ -15,7 +15,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
-from kbqa.evals.metrics import normalize_answer
+from kbqa.evals.metrics import answer_in_context, normalize_answer
 from kbqa.nodes._record import context_of, fail_soft, visited
 from kbqa.nodes.check_abstention import judge
 from kbqa.nodes.extract import extract_answer
@@ -25,10 +25,9 @@ from kbqa.state import State
 
 
 def grounded(answer: str, texts: list[str]) -> bool:
-    """The answer, normalised (:func:`~kbqa.evals.metrics.normalize_answer`: case, punctuation,
-    Bangla digits), occurs in one of ``texts`` normalised the same way."""
-    norm = normalize_answer(answer)
-    return bool(norm) and any(norm in normalize_answer(text) for text in texts)
+    """The answer occurs, as whole words, in one of ``texts``, both normalised
+    (:func:`~kbqa.evals.metrics.answer_in_context`: case, punctuation, Bangla digits)."""
+    return any(answer_in_context([answer], text) for text in texts)
 
 
 @fail_soft("verify", "verify: failed")

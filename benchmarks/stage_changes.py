@@ -23,7 +23,11 @@ from kbqa.evals.metrics import exact_match, max_over_golds, token_f1
 
 
 def load(run: str) -> dict[str, dict]:
-    rows = [json.loads(x) for x in Path(run, "records.jsonl").read_text("utf-8").splitlines()]
+    rows = [
+        json.loads(x)
+        for x in Path(run, "records.jsonl").read_text("utf-8").splitlines()
+        if x.strip()
+    ]
     return {r["qid"]: r for r in rows}
 
 

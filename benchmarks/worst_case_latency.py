@@ -57,6 +57,8 @@ def abstained_questions(runs: list[str], n: int) -> list[str]:
     rows: dict[str, float] = {}
     for run in runs:
         for line in Path(run, "records.jsonl").read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
             rec = json.loads(line)
             if rec.get("abstained"):
                 rows[rec["question"]] = max(rows.get(rec["question"], 0.0), rec["seconds"])

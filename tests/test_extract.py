@@ -98,7 +98,8 @@ def test_bare_yes_no_in_the_question_language(answer: str, language: str, expect
     ("answer", "qtype", "passage", "expected"),
     [
         ("cs161", "other", "Units: 4\nCS 161. Computer Security", "CS 161"),
-        ("11711", "number", "Course 11-711: Advanced NLP", "11-711"),
+        ("11-711", "number", "Course 11 711: Advanced NLP", "11 711"),
+        ("35", "number", "Chapters 3-5 cover it", "35"),  # never split a digit run
         ("PhD", "other", "She holds a Ph.D. in Linguistics.", "Ph.D"),
         ("March 26 1971", "date", "born on March 26, 1971 in Dhaka", "March 26, 1971"),
         ("1971", "date", BN, "১৯৭১"),

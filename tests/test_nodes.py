@@ -150,3 +150,12 @@ def test_settled_abstention_needs_the_first_line() -> None:
     assert not settled_abstention("", P)
     assert not settled_abstention("ঢাকা\n(not mentioned elsewhere)", P)
     assert settled_abstention("Answer:\nতথ্য নেই", P)
+
+
+def test_passage_numbers_around_a_labelled_answer() -> None:
+    assert clean_answer("Answer: [2] Dhaka [2].") == "Dhaka"
+
+
+def test_an_empty_abstention_phrase_does_not_match_everything() -> None:
+    assert not is_abstention("Dhaka", "") and not settled_abstention("Dhaka", "")
+    assert is_abstention("I don't know", "")

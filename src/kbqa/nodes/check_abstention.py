@@ -107,10 +107,10 @@ def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
     norm = _norm(answer)
     if not norm:
         return True
-    fixed = _norm(phrase)
-    if fixed in norm or norm in ABSTENTION_EXACT:
+    fixed = _norm(phrase)  # empty for an empty phrase: then only the other rules apply
+    if (fixed and fixed in norm) or norm in ABSTENTION_EXACT:
         return True
-    if len(norm) >= MIN_PHRASE_PREFIX and fixed.startswith(norm):
+    if fixed and len(norm) >= MIN_PHRASE_PREFIX and fixed.startswith(norm):
         return True
     if _YES_NO_ANSWER.match(answer):
         return False
@@ -146,7 +146,8 @@ def settled_abstention(partial: str, phrase: str, max_chars: int = 200) -> bool:
     """
     line = clean_answer(partial, max_chars)
     norm = _norm(line)
-    return bool(norm) and (_norm(phrase) in norm or _paraphrases_abstention(line, norm))
+    fixed = _norm(phrase)
+    return bool(norm) and ((bool(fixed) and fixed in norm) or _paraphrases_abstention(line, norm))
 
 
 def judge(raw: str, ctx: Context, question: str) -> tuple[str, bool]:

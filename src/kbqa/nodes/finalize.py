@@ -21,7 +21,7 @@ _LABEL = regex.compile(
 """A leading answer label, a passage citation marker such as ``[3]`` (the prompt numbers
 passages and small models copy the number) or list markers (``(১)``, ``(ক)``, ``(1) (2)``:
 Gemma 3 270M starts lists that way)."""
-_CITATION = regex.compile(r"\s*\[\s*\d+\s*\]\s*")
+_CITATION = regex.compile(r"\s*\[\s*\d+\s*\]\s*:?\s*")
 """A passage number inside the answer (``Dhaka [2]``)."""
 _BARE_LABELS = frozenset({"উত্তর", "answer", "ans"})
 _QUOTES = "\"'“”‘’«»`*_[](){}"
@@ -39,6 +39,7 @@ def clean_answer(raw: str, max_chars: int = 200) -> str:
     """
     line = ""
     for candidate in raw.splitlines():  # the first line with something left after a label
+        candidate = _CITATION.sub(" ", candidate)
         for _ in range(3):
             candidate = _LABEL.sub("", candidate).strip().strip(_QUOTES).strip().rstrip(_TRAILING)
         if candidate and candidate.lower().rstrip("ঃ:") not in _BARE_LABELS:
@@ -52,7 +53,7 @@ def clean_answer(raw: str, max_chars: int = 200) -> str:
 
 
 _EXPLANATION = regex.compile(
-    r"\s*(?:,\s*)?(?:\bbecause\b|\bsince\b|\bas stated\b|\baccording to\b|\bwhich is\b|"
+    r"(?:,\s*)?(?:\bbecause\b|\bsince\b|\bas stated\b|\baccording to\b|\bwhich is\b|"
     r"কারণ|যেহেতু|অনুযায়ী|\(.*)\s.*$",
     regex.I,
 )
@@ -107,15 +108,18 @@ def snap_to_context(answer: str, question_type: str, passages: list[str]) -> str
     if any(answer in text for text in passages):
         return answer
     parts: list[str] = []
-    gap = False
+    gap = answer_digit = False
     for ch in answer:
         if not _WORD_CHAR.match(ch):
             gap = True
             continue
         if parts:  # between two word characters: the answer's gap, or an optional separator
-            parts.append(r"[\s.,\-/]{1,3}" if gap else r"[\s.\-]?")
+            # (never inside a digit run: 35 must not match "3-5")
+            digits = ch.isdigit() and answer_digit
+            parts.append(r"[\s.,\-/]{1,3}" if gap else "" if digits else r"[\s.\-]?")
         parts.append(_char_pattern(ch))
         gap = False
+        answer_digit = ch.isdigit()
     if len(parts) < 3:  # fewer than two word characters
         return answer
     pattern = regex.compile(

@@ -5,7 +5,8 @@
         --models gemma3-270m,qwen2.5-coder-1.5b --runs RUN_DIR [RUN_DIR ...] --n 3
 
 The questions are taken from earlier ``kbqa eval`` run directories (``--runs``): those whose
-final answer was an abstention, slowest first. Each is asked once per model (the model is also
+final answer was an abstention, slowest first; ``--question`` adds questions of your own (for
+example ones the knowledge base cannot hold, so that a stronger model abstains too). Each is asked once per model (the model is also
 its own verifier) under two web conditions, each with a fresh ddgs client (so no back-off or
 cache carries over from the question before):
 
@@ -69,15 +70,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--index", required=True, help="a --strategy both index directory")
     ap.add_argument("--models", default="gemma3-270m,qwen2.5-coder-1.5b")
-    ap.add_argument("--runs", nargs="+", required=True, help="eval run directories")
+    ap.add_argument("--runs", nargs="+", default=[], help="eval run directories")
+    ap.add_argument(
+        "--question", action="append", default=[], help="a question to add (repeatable)"
+    )
     ap.add_argument("--n", type=int, default=3, help="questions per model")
     ap.add_argument("--web-timeout", type=float, default=5.0)
     ap.add_argument("--n-ctx", type=int, default=2048)
     args = ap.parse_args()
 
-    questions = abstained_questions(args.runs, args.n)
+    questions = abstained_questions(args.runs, args.n) + args.question
     if not questions:
-        raise SystemExit("no abstained questions in the given runs")
+        raise SystemExit("no questions: give --runs with abstained questions, or --question")
     proxy, server = hanging_proxy()
     graph = build_graph()
     print(f"{len(questions)} questions; web timeout {args.web_timeout:g} s; hanging proxy {proxy}")

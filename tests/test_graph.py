@@ -1,7 +1,6 @@
 """Graph behaviour with deterministic fake LLMs (no model file)."""
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -45,27 +44,6 @@ def test_retry_uses_the_wider_pool(tiny_index: Path) -> None:
         context=ctx(tiny_index, "fake/abstain", k=1, retry_k=4, pad_previous=False),
     )
     assert len(out["retrieved"]) == 4
-
-
-def test_retry_drops_the_passages_the_first_pass_showed_first(
-    tiny_index: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    generate_module = sys.modules["kbqa.nodes.generate"]  # the package exports the function
-
-    seen_sets: list[set[int]] = []
-    real = generate_module.unseen_first
-
-    def spy(passages, chunk_ids, seen):  # type: ignore[no-untyped-def]
-        seen_sets.append(set(seen))
-        return real(passages, chunk_ids, seen)
-
-    monkeypatch.setattr(generate_module, "unseen_first", spy)
-    first = graph.invoke(
-        {"question": "ঢাকা কোথায়?"}, context=ctx(tiny_index, "fake/abstain", max_retries=0)
-    )
-    assert seen_sets == []  # the first pass has nothing to prefer
-    graph.invoke({"question": "ঢাকা কোথায়?"}, context=ctx(tiny_index, "fake/abstain"))
-    assert seen_sets == [set(first["context_chunk_ids"])]
 
 
 def test_answer_after_retry_is_attributed_to_retry(tiny_index: Path) -> None:

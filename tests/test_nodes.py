@@ -6,7 +6,7 @@ from kbqa.llm.fake import ScriptedChatModel
 from kbqa.nodes.check_abstention import is_abstention, settled_abstention
 from kbqa.nodes.classify import detect_language, question_type
 from kbqa.nodes.finalize import clean_answer
-from kbqa.nodes.generate import fit_prompt, stream_until_abstention, unseen_first
+from kbqa.nodes.generate import fit_prompt, stream_until_abstention
 from kbqa.prompts import ABSTENTION_PHRASE, Passage
 
 P = ABSTENTION_PHRASE
@@ -114,18 +114,6 @@ def test_budget_truncates_a_single_passage() -> None:
     passages = [(1, Passage("a", "word " * 2000))]
     _, kept, tokens = fit_prompt(model, "q?", passages, 500)
     assert kept == [0] and tokens <= 500
-
-
-def test_unseen_first_drops_what_the_previous_pass_showed() -> None:
-    model = ScriptedChatModel.from_name("fake/abstain")
-    full = fit_prompt(model, "q?", _passages(), 10_000)[2]
-    ids = [10, 11, 12, 13]
-    _, kept, _ = fit_prompt(model, "q?", _passages(), full - 120)
-    assert kept == [0, 1]  # the first pass: the top rank
-    _, kept, _ = fit_prompt(model, "q?", unseen_first(_passages(), ids, {10, 11}), full - 120)
-    assert kept and set(kept) <= {2, 3}  # the retry: only new passages
-    _, kept, _ = fit_prompt(model, "q?", unseen_first(_passages(), ids, {10, 11}), 10_000)
-    assert kept == [0, 1, 2, 3]  # the whole pool fits: same prompt as without the rule
 
 
 def test_budget_too_small_for_the_question() -> None:

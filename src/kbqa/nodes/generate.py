@@ -215,48 +215,12 @@ def answer_state(
     )
 
 
-SEEN_RANK_OFFSET = 1_000_000
-"""Added to the rank of a passage the previous pass showed, so the budget drops it first."""
-
-
-def unseen_first(
-    passages: list[tuple[int, Passage]], chunk_ids: Sequence[int], seen: set[int]
-) -> list[tuple[int, Passage]]:
-    """Make :func:`fit_prompt` drop the passages a previous pass already showed before any new
-    one; the prompt order stays the same, so a pool that fits whole gives the same prompt.
-
-    Without this a retry whose wider pool (k=10) does not fit the context window keeps the same
-    top-ranked passages as the first pass (the budget drops the lowest ranks), so it asks the
-    same prompt again and gets the same abstention: with qwen2.5-coder-1.5b at ``n_ctx`` 2048 a
-    Bangla prompt holds only 1-3 chunks.
-
-    Args:
-        passages: ``(rank, passage)`` pairs in prompt order.
-        chunk_ids: The chunk id of each passage (same length).
-        seen: Chunk ids the previous pass showed.
-
-    Returns:
-        The pairs with :data:`SEEN_RANK_OFFSET` added to the rank of each seen passage.
-    """
-    return [
-        (rank + SEEN_RANK_OFFSET if cid in seen else rank, passage)
-        for (rank, passage), cid in zip(passages, chunk_ids, strict=True)
-    ]
-
-
 def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Answer from ``retrieved``; sets ``raw_answer`` and ``context_chunk_ids``.
-
-    On a retry the passages the previous pass showed are the first the token budget drops
-    (:func:`unseen_first`), so the wider pool adds new evidence even when it does not fit whole.
-    """
+    """Answer from ``retrieved``; sets ``raw_answer`` and ``context_chunk_ids``."""
     started = time.perf_counter()
     ctx = context_of(runtime)
     records = state.get("retrieved", [])
     passages = chunk_passages(retriever_for(ctx).index.chunks, records)
-    if state.get("retries", 0) > 0 and state.get("context_chunk_ids"):
-        seen = set(state.get("context_chunk_ids", []))
-        passages = unseen_first(passages, [r["chunk_id"] for r in records], seen)
     try:
         raw, kept, tokens = answer_state(state, ctx, passages)
     except ValueError:

@@ -6,9 +6,9 @@
 
 The questions are taken from earlier ``kbqa eval`` run directories (``--runs``): those whose
 final answer was an abstention, slowest first; ``--question`` adds questions of your own (for
-example ones the knowledge base cannot hold, so that a stronger model abstains too). Each is asked once per model (the model is also
-its own verifier) under two web conditions, each with a fresh ddgs client (so no back-off or
-cache carries over from the question before):
+example ones the knowledge base cannot hold, so that a stronger model abstains too). Each is
+asked once per model (the model is also its own verifier) under two web conditions, each with
+a fresh ddgs client (so no back-off or cache carries over from the question before):
 
 - ``unreachable``: the real ddgs code path with no network, which fails at once;
 - ``hanging``: ddgs through a loopback proxy that accepts connections and never answers, so

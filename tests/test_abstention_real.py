@@ -87,10 +87,6 @@ REAL_OUTPUTS = [
         " 04/15/2024 is a contradiction because it is not a neutral statement.",
         "04/15/2024 is a contradiction because it is not a neutral statement",
     ),
-]
-
-
-REAL_OUTPUTS += [
     # Qwen2.5-Coder-1.5B-Instruct (ChatML): the fixed phrase, or a bare passage number
     (QWEN, "১ম আলফোনসোর সমাধি কোথায়?", "Context-এ তথ্য নেই", None),
     (QWEN, "রাসেলকে কোন দর্শনের অন্যতম প্রতিষ্ঠাতা বিবেচনা করা হয়?", "[3]", None),

@@ -114,14 +114,14 @@ def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
         return True
     if _YES_NO_ANSWER.match(answer):
         return False
-    if _paraphrases_abstention(answer, norm):
+    if _has_paraphrase(norm):
         return True
     return bool(question) and is_echo(norm, _norm(question), question)
 
 
-def _paraphrases_abstention(answer: str, norm: str) -> bool:
-    """A known paraphrase occurs in the answer, which does not open with yes/no and a comma."""
-    return not _YES_NO_ANSWER.match(answer) and any(p in norm for p in _NORMED_SUBSTRINGS)
+def _has_paraphrase(norm: str) -> bool:
+    """A known abstention paraphrase occurs in the normalised answer."""
+    return any(p in norm for p in _NORMED_SUBSTRINGS)
 
 
 def is_echo(answer_norm: str, question_norm: str, question: str) -> bool:
@@ -147,7 +147,11 @@ def settled_abstention(partial: str, phrase: str, max_chars: int = 200) -> bool:
     line = clean_answer(partial, max_chars)
     norm = _norm(line)
     fixed = _norm(phrase)
-    return bool(norm) and ((bool(fixed) and fixed in norm) or _paraphrases_abstention(line, norm))
+    if not norm:
+        return False
+    if fixed and fixed in norm:
+        return True
+    return not _YES_NO_ANSWER.match(line) and _has_paraphrase(norm)
 
 
 def judge(raw: str, ctx: Context, question: str) -> tuple[str, bool]:

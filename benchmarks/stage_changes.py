@@ -15,27 +15,29 @@ when abstained, else 0).
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
-from pathlib import Path
+from typing import Any
 
+from kbqa.errors import KBQAError
 from kbqa.evals.metrics import exact_match, max_over_golds, token_f1
+from kbqa.evals.runner import load_run
 
 
-def load(run: str) -> dict[str, dict]:
-    rows = [
-        json.loads(x)
-        for x in Path(run, "records.jsonl").read_text("utf-8").splitlines()
-        if x.strip()
-    ]
-    return {r["qid"]: r for r in rows}
+def load(run: str) -> dict[str, dict[str, Any]]:
+    """Records by ``qid`` (:func:`kbqa.evals.runner.load_run` checks each record's fields)."""
+    return {r["qid"]: r for r in load_run(run).records}
+
+
+def first_answer(record: dict[str, Any]) -> str | None:
+    stages = record["stage_answers"]
+    return str(stages[0]["answer"]) if stages else None
 
 
 def f1(answer: str, abstained: bool, gold: list[str]) -> float:
-    return max_over_golds(token_f1, answer, gold, abstained=abstained)
+    return float(max_over_golds(token_f1, answer, gold, abstained=abstained))
 
 
-def table(name: str, records: list[dict]) -> None:
+def table(name: str, records: list[dict[str, Any]]) -> None:
     for part, keep in (("answerable", True), ("unanswerable", False)):
         rows = [r for r in records if bool(r["answerable"]) == keep]
         if not rows:
@@ -52,17 +54,22 @@ def main() -> None:
     ap.add_argument("--skeleton", required=True)
     ap.add_argument("--full", required=True)
     args = ap.parse_args()
-    skeleton, full = load(args.skeleton), load(args.full)
+    try:
+        skeleton, full = load(args.skeleton), load(args.full)
+    except KBQAError as exc:
+        raise SystemExit(f"error: {exc}") from None
     common = [q for q in full if q in skeleton]
+    if not common:
+        raise SystemExit(
+            f"error: no question is in both runs ({len(skeleton)} skeleton records, "
+            f"{len(full)} full records): compare runs of the same questions"
+        )
     print(f"{len(common)} questions in both runs\n")
     print("| graph | questions | EM | F1 | abstention correct |\n|---|---|---|---|---|")
     table("skeleton", [skeleton[q] for q in common])
     table("full", [full[q] for q in common])
 
-    same_first = sum(
-        skeleton[q]["stage_answers"][0]["answer"] == full[q]["stage_answers"][0]["answer"]
-        for q in common
-    )
+    same_first = sum(first_answer(skeleton[q]) == first_answer(full[q]) for q in common)
     print(f"\nfirst generation identical in both runs: {same_first} of {len(common)}")
 
     changed: Counter[tuple[str, str]] = Counter()

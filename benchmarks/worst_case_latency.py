@@ -20,17 +20,19 @@ For every run it prints the route, the total seconds and the seconds per node.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import statistics
 import threading
 import time
 from collections import defaultdict
-from pathlib import Path
 
 from kbqa.context import Context
+from kbqa.errors import KBQAError
+from kbqa.evals.runner import load_run
 from kbqa.graph import build_graph
+from kbqa.resources import retriever_for
+from kbqa.retrieval.embedders import DEFAULT_EMBEDDER
 from kbqa.retrieval.web import DDGSWebSearch, register_web_search
 
 
@@ -53,22 +55,34 @@ def hanging_proxy() -> tuple[str, socket.socket]:
     return f"http://127.0.0.1:{server.getsockname()[1]}", server
 
 
+def settings(args: argparse.Namespace, model: str, web_search: str) -> Context:
+    """The run settings for ``model`` (also its own verifier) and a registered web search."""
+    return Context(
+        index_dir=args.index,
+        embedder=args.embedder,
+        model=model,
+        verifier_model=model,
+        web_search=web_search,
+        web_timeout=args.web_timeout,
+        n_ctx=args.n_ctx,
+    )
+
+
 def abstained_questions(runs: list[str], n: int) -> list[str]:
     """The ``n`` slowest questions that ended in an abstention in the given run directories."""
     rows: dict[str, float] = {}
     for run in runs:
-        for line in Path(run, "records.jsonl").read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            rec = json.loads(line)
-            if rec.get("abstained"):
-                rows[rec["question"]] = max(rows.get(rec["question"], 0.0), rec["seconds"])
+        for rec in load_run(run).records:  # checks each record's fields
+            question = rec.get("question")
+            if rec["abstained"] and isinstance(question, str) and question.strip():
+                rows[question] = max(rows.get(question, 0.0), rec["seconds"])
     return sorted(rows, key=lambda q: -rows[q])[:n]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--index", required=True, help="a --strategy both index directory")
+    ap.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="the index's embedder")
     ap.add_argument("--models", default="gemma3-270m,qwen2.5-coder-1.5b")
     ap.add_argument("--runs", nargs="+", default=[], help="eval run directories")
     ap.add_argument(
@@ -79,13 +93,25 @@ def main() -> None:
     ap.add_argument("--n-ctx", type=int, default=2048)
     args = ap.parse_args()
 
-    questions = abstained_questions(args.runs, args.n) + args.question
+    if args.n < 1:
+        raise SystemExit(f"error: --n must be at least 1, got {args.n}")
+    if any(not q.strip() for q in args.question):
+        raise SystemExit("error: --question is empty")
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    if not models:
+        raise SystemExit("error: --models names no model")
+    try:
+        questions = abstained_questions(args.runs, args.n) + args.question
+        for model in models:  # settings and index checked before any question runs
+            retriever_for(settings(args, model, "off"))
+    except (KBQAError, ValueError) as exc:
+        raise SystemExit(f"error: {exc}") from None
     if not questions:
         raise SystemExit("no questions: give --runs with abstained questions, or --question")
     proxy, server = hanging_proxy()
     graph = build_graph()
     print(f"{len(questions)} questions; web timeout {args.web_timeout:g} s; hanging proxy {proxy}")
-    for model in args.models.split(","):
+    for model in models:
         for condition in ("unreachable", "hanging"):
             totals: list[float] = []
             full_path: list[float] = []
@@ -94,14 +120,7 @@ def main() -> None:
                 register_web_search(
                     name, DDGSWebSearch(proxy=proxy if condition == "hanging" else None)
                 )
-                ctx = Context(
-                    index_dir=args.index,
-                    model=model,
-                    verifier_model=model,
-                    web_search=name,
-                    web_timeout=args.web_timeout,
-                    n_ctx=args.n_ctx,
-                )
+                ctx = settings(args, model, name)
                 started = time.perf_counter()
                 out = graph.invoke({"question": question}, context=ctx)
                 seconds = time.perf_counter() - started

@@ -6,8 +6,9 @@ from kbqa.llm.fake import ScriptedChatModel
 from kbqa.nodes.check_abstention import is_abstention, settled_abstention
 from kbqa.nodes.classify import detect_language, question_type
 from kbqa.nodes.finalize import clean_answer
-from kbqa.nodes.generate import fit_prompt, stream_until_abstention
+from kbqa.nodes.generate import stream_until_abstention
 from kbqa.prompts import ABSTENTION_PHRASE, Passage
+from kbqa.prompts.budget import fit_prompt
 
 P = ABSTENTION_PHRASE
 

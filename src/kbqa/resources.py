@@ -43,7 +43,7 @@ def retriever_for(ctx: Context, strategy: str | None = None) -> HybridRetriever:
 
 def chat_model_for(ctx: Context) -> BaseChatModel:
     """The shared chat model for a run's context."""
-    return load_chat_model(ctx.model, ctx.n_ctx, ctx.n_threads)
+    return load_chat_model(ctx.model, ctx.n_ctx, ctx.n_threads, adapter=ctx.reader_adapter)
 
 
 def verifier_name(ctx: Context) -> str:

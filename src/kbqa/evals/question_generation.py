@@ -21,6 +21,7 @@ import regex
 from kbqa.context import Context
 from kbqa.evals.metrics import normalize_answer
 from kbqa.nodes.classify import detect_language
+from kbqa.prompts import PLAIN_STYLES
 from kbqa.prompts.question_generation import QG_STOP, render_question_prompt
 from kbqa.resources import chat_model_for, retriever_for
 
@@ -108,7 +109,7 @@ def generate_questions(
         )
         reply = str(
             model.invoke(
-                msgs, stop=QG_STOP if style == "completion" else None, max_tokens=96
+                msgs, stop=QG_STOP if style in PLAIN_STYLES else None, max_tokens=96
             ).content
         )
         pair = parse_pair(reply)

@@ -21,14 +21,16 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import ConfigDict, PrivateAttr
 
 from kbqa.errors import ModelError
+from kbqa.llm import llama_compat
+from kbqa.llm.grounding import AbstentionThreshold, SpanConstraint, phrase_start_tokens
+from kbqa.prompts.answer import prompt_text
+from kbqa.prompts.budget import count_prompt_tokens
 
 _ROLES = {"system": "system", "human": "user", "ai": "assistant"}
-CHAT_OVERHEAD_TOKENS = 8
-"""Template tokens per message assumed when budgeting ChatML prompts (``<|im_start|>role``)."""
 
 
 @contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
+def quiet_stderr() -> Iterator[None]:
     """Send file descriptor 2 to /dev/null for the duration (llama.cpp writes to it from C)."""
     try:
         saved = os.dup(2)
@@ -47,9 +49,19 @@ def _quiet_stderr() -> Iterator[None]:
 class LlamaCppChatModel(BaseChatModel):
     """Chat model over a shared ``llama_cpp.Llama``.
 
-    ``prompt_style="completion"`` joins the message contents into one plain-text prompt (for base
-    models such as Gemma 3 270M, which have no chat template); ``"chatml"`` uses the GGUF's own
-    chat template through ``create_chat_completion``. Decoding is greedy (temperature 0).
+    ``prompt_style="completion"`` (and ``"tuned"``, a fine-tuned reader's prompt) joins the
+    message contents into one plain-text prompt (:func:`kbqa.prompts.answer.prompt_text`; for
+    base models such as Gemma 3 270M, which have no chat template); ``"chatml"`` uses the GGUF's
+    own chat template through ``create_chat_completion``. Decoding is greedy (temperature 0).
+    ``adapter`` names the LoRA GGUF llama.cpp applied at load time ("" for none).
+
+    A call may pass ``grounding=[passage texts]`` (with ``fixed=[allowed whole answers]``): the
+    reply is then constrained to spans of those texts (:class:`~kbqa.llm.grounding.
+    SpanConstraint`); and ``abstention_threshold=t`` with ``abstention_phrase=...``: at the
+    first token the reply starts the phrase when its probability is >= t and cannot start it
+    otherwise
+    (:class:`~kbqa.llm.grounding.AbstentionThreshold`; the probability is returned in
+    ``response_metadata["abstention_probability"]`` by ``invoke``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -58,9 +70,13 @@ class LlamaCppChatModel(BaseChatModel):
     prompt_style: str = "completion"
     n_ctx: int = 4096
     max_tokens: int = 48
+    adapter: str = ""
 
     _llama: Any = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _eog: list[int] | None = PrivateAttr(default=None)
+    _threshold: AbstentionThreshold | None = PrivateAttr(default=None)
+    _phrase_tokens: dict[str, list[int]] = PrivateAttr(default_factory=dict)
 
     @classmethod
     def from_path(
@@ -71,11 +87,12 @@ class LlamaCppChatModel(BaseChatModel):
         prompt_style: str,
         n_ctx: int = 4096,
         n_threads: int | None = None,
+        lora_path: str | Path | None = None,
     ) -> LlamaCppChatModel:
-        """Load a GGUF file with llama.cpp.
+        """Load a GGUF file with llama.cpp, with a LoRA adapter GGUF applied when given.
 
         Raises:
-            ModelError: llama-cpp-python is not installed or the file does not load.
+            ModelError: llama-cpp-python is not installed, or the file or adapter does not load.
         """
         try:
             from llama_cpp import Llama
@@ -83,9 +100,10 @@ class LlamaCppChatModel(BaseChatModel):
             raise ModelError(
                 "llama-cpp-python is not installed: pip install llama-cpp-python"
             ) from None
+        llama_compat.install()  # long Bangla tokens must not vanish from the answer
         try:
             # llama.cpp prints context notes to stderr even when not verbose; keep the CLI quiet.
-            with _quiet_stderr():
+            with quiet_stderr():
                 llama = Llama(
                     model_path=str(path),
                     n_ctx=n_ctx,
@@ -93,13 +111,20 @@ class LlamaCppChatModel(BaseChatModel):
                     n_batch=512,
                     verbose=False,
                     seed=0,
+                    lora_path=str(lora_path) if lora_path else None,
                 )
         except (ValueError, RuntimeError) as exc:
-            raise ModelError(f"could not load GGUF {path}: {exc}") from None
-        if str(path).endswith(".gguf") and model_name == str(path):
+            extra = f" with adapter {lora_path}" if lora_path else ""
+            raise ModelError(f"could not load GGUF {path}{extra}: {exc}") from None
+        if str(path).endswith(".gguf") and model_name == str(path) and not lora_path:
             has_template = bool(llama.metadata.get("tokenizer.chat_template"))
             prompt_style = "chatml" if has_template else "completion"
-        model = cls(model_name=model_name, prompt_style=prompt_style, n_ctx=n_ctx)
+        model = cls(
+            model_name=model_name,
+            prompt_style=prompt_style,
+            n_ctx=n_ctx,
+            adapter=str(lora_path or ""),
+        )
         model._llama = llama
         return model
 
@@ -113,6 +138,7 @@ class LlamaCppChatModel(BaseChatModel):
             "model_name": self.model_name,
             "prompt_style": self.prompt_style,
             "n_ctx": self.n_ctx,
+            "adapter": self.adapter,
         }
 
     def get_num_tokens(self, text: str) -> int:
@@ -122,13 +148,9 @@ class LlamaCppChatModel(BaseChatModel):
     def get_num_tokens_from_messages(
         self, messages: list[BaseMessage], tools: Sequence[Any] | None = None
     ) -> int:
-        """Prompt tokens for ``messages``, including chat-template overhead."""
-        body = sum(self.get_num_tokens(str(m.content)) for m in messages)
-        overhead = CHAT_OVERHEAD_TOKENS * len(messages) if self.prompt_style == "chatml" else 2
-        return body + overhead
-
-    def _completion_prompt(self, messages: list[BaseMessage]) -> str:
-        return "\n\n".join(str(m.content) for m in messages)
+        """Prompt tokens for ``messages``, including chat-template overhead
+        (:func:`kbqa.prompts.budget.count_prompt_tokens`)."""
+        return count_prompt_tokens(messages, self.prompt_style, self.get_num_tokens)
 
     def _chat_messages(self, messages: list[BaseMessage]) -> list[dict[str, str]]:
         return [{"role": _ROLES.get(m.type, "user"), "content": str(m.content)} for m in messages]
@@ -136,7 +158,7 @@ class LlamaCppChatModel(BaseChatModel):
     def _call(
         self, messages: list[BaseMessage], stop: list[str] | None, stream: bool, **kw: Any
     ) -> Any:
-        params = {
+        params: dict[str, Any] = {
             "max_tokens": kw.get("max_tokens", self.max_tokens),
             "temperature": 0.0,
             "top_k": 1,
@@ -147,7 +169,55 @@ class LlamaCppChatModel(BaseChatModel):
             return self._llama.create_chat_completion(
                 messages=self._chat_messages(messages), **params
             )
-        return self._llama.create_completion(self._completion_prompt(messages), **params)
+        prompt = prompt_text(messages)
+        processors: list[Any] = []
+        if kw.get("abstention_threshold"):
+            self._threshold = self.abstention_threshold(prompt, kw)
+            processors.append(self._threshold)
+        if kw.get("grounding"):
+            processors.append(self.span_constraint(prompt, kw["grounding"], kw))
+        if processors:
+            params["logits_processor"] = processors
+        return self._llama.create_completion(prompt, **params)
+
+    def _prompt_tokens(self, prompt: str) -> int:
+        return len(self._llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
+
+    def abstention_threshold(self, prompt: str, kw: dict[str, Any]) -> AbstentionThreshold:
+        """The first-token abstention rule for a call with ``abstention_threshold=t`` and
+        ``abstention_phrase=...``."""
+        phrase = str(kw.get("abstention_phrase", ""))
+        if phrase not in self._phrase_tokens:
+            llama = self._llama
+            self._phrase_tokens[phrase] = phrase_start_tokens(
+                lambda t: llama.detokenize([t]).decode("utf-8", "ignore"), llama.n_vocab(), phrase
+            )
+        threshold = float(kw["abstention_threshold"])
+        return AbstentionThreshold(
+            self._phrase_tokens[phrase], threshold, self._prompt_tokens(prompt)
+        )
+
+    def span_constraint(self, prompt: str, texts: list[str], kw: dict[str, Any]) -> SpanConstraint:
+        """The logits processor that keeps a plain-text reply inside ``texts``."""
+        llama = self._llama
+        return SpanConstraint(
+            lambda t: llama.detokenize([t]),
+            texts,
+            kw.get("fixed", []),
+            prompt_tokens=self._prompt_tokens(prompt),
+            end_tokens=self._end_tokens(),
+        )
+
+    def _end_tokens(self) -> list[int]:
+        """End-of-generation token ids of the vocabulary (found once)."""
+        if self._eog is None:
+            import llama_cpp
+
+            vocab = llama_cpp.llama_model_get_vocab(self._llama.model)
+            self._eog = [
+                t for t in range(self._llama.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)
+            ]
+        return self._eog
 
     def _generate(
         self,
@@ -157,7 +227,9 @@ class LlamaCppChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         with self._lock:
+            self._threshold = None
             out = self._call(messages, stop, stream=False, **kwargs)
+            probability = self._threshold.probability if self._threshold else None
         choice = out["choices"][0]
         text = choice["message"]["content"] if "message" in choice else choice["text"]
         usage = out.get("usage", {})
@@ -171,6 +243,7 @@ class LlamaCppChatModel(BaseChatModel):
             response_metadata={
                 "model_name": self.model_name,
                 "finish_reason": choice.get("finish_reason"),
+                "abstention_probability": probability,
             },
         )
         return ChatResult(generations=[ChatGeneration(message=message)])

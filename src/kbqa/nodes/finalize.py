@@ -9,6 +9,7 @@ import regex
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
+from kbqa.llm.grounding import snap_to_span
 from kbqa.nodes._record import context_of, visited
 from kbqa.resources import retriever_for
 from kbqa.state import State
@@ -188,8 +189,9 @@ def answer_passages(state: State, ctx: Context) -> list[str]:
 
 
 def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Post-process the answer (:func:`postprocess`, then :func:`snap_to_context`), or give the
-    abstention phrase."""
+    """Post-process the answer (:func:`postprocess`; with ``grounding="snap"`` the closest
+    context span, :func:`kbqa.llm.grounding.snap_to_span`; then :func:`snap_to_context`), or give
+    the abstention phrase."""
     started = time.perf_counter()
     ctx = context_of(runtime)
     answer = state.get("answer", "")
@@ -198,7 +200,10 @@ def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         titles = [s["title"] for s in state.get("sources", []) if s.get("title")]
         qtype = state.get("question_type", "other")
         answer = postprocess(answer, qtype, titles, state.get("language"))
-        answer = snap_to_context(answer, qtype, answer_passages(state, ctx))
+        passages = answer_passages(state, ctx)
+        if ctx.grounding == "snap" and answer.lower() not in _YES_NO_IN["en"]:
+            answer = snap_to_span(answer, passages)
+        answer = snap_to_context(answer, qtype, passages)
         abstained = not answer
     return {
         "answer": ctx.abstention_phrase if abstained else answer,

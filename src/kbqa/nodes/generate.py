@@ -1,8 +1,8 @@
 """generate: the LLM reads the retrieved chunks and answers or abstains.
 
-The prompt is budgeted in the model's own tokens so that prompt + answer never exceed ``n_ctx``:
-the lowest-ranked hits (with their padding chunks) are dropped first; a single remaining passage
-that is still too long is cut.
+The prompt is budgeted in the model's own tokens so that prompt + answer never exceed ``n_ctx``
+(:func:`kbqa.prompts.budget.fit_prompt`): the lowest-ranked hits (with their padding chunks) are
+dropped first; a single remaining passage that is still too long is cut.
 """
 
 from __future__ import annotations
@@ -22,89 +22,15 @@ from kbqa.context import Context
 from kbqa.corpus.chunking import Chunk
 from kbqa.nodes._record import context_of, visited
 from kbqa.nodes.check_abstention import settled_abstention
-from kbqa.prompts import ANSWER_STOP, Passage, render_answer_prompt
+from kbqa.prompts import ANSWER_STOP, PLAIN_STYLES, Passage
+from kbqa.prompts.budget import fit_prompt, prompt_budget
 from kbqa.resources import chat_model_for, retriever_for
 from kbqa.state import RetrievedRecord, State
 
 log = logging.getLogger("kbqa.generate")
 
-SAFETY_TOKENS = 8
-"""Tokens kept free beyond the answer budget (BOS, template rounding)."""
-TRUNCATION_STEPS = 16
-"""Most cuts of a single remaining passage before it is dropped."""
-
-
-def fit_prompt(
-    model: BaseChatModel,
-    question: str,
-    passages: list[tuple[int, Passage]],
-    budget: int,
-    *,
-    style: str = "completion",
-    question_type: str = "other",
-    language: str = "bn",
-    variant: str = "coverage",
-) -> tuple[list[BaseMessage], list[int], int]:
-    """Render the answer prompt with as many passages as fit in ``budget`` tokens.
-
-    Args:
-        model: Chat model whose ``get_num_tokens_from_messages`` counts tokens.
-        question: The question.
-        passages: ``(rank, passage)`` pairs in prompt order; rank 1 is the best hit.
-        budget: Maximum prompt tokens.
-        style, question_type, language, variant: Passed to :func:`render_answer_prompt`.
-
-    Returns:
-        ``(messages, kept, tokens)``: the prompt, the indices into ``passages`` it holds, and
-        its size in tokens.
-
-    Raises:
-        ValueError: Even with no passage the prompt exceeds ``budget`` (question too long).
-    """
-    kept = list(range(len(passages)))
-    texts = {i: p.text for i, (_, p) in enumerate(passages)}
-
-    def render() -> list[BaseMessage]:
-        shown = [Passage(passages[i][1].title, texts[i]) for i in kept]
-        return render_answer_prompt(
-            question,
-            shown,
-            style=style,
-            question_type=question_type,
-            language=language,
-            variant=variant,
-        )
-
-    for _ in range(len(passages) + TRUNCATION_STEPS + 1):  # each step drops a rank or cuts text
-        messages = render()
-        tokens = model.get_num_tokens_from_messages(messages)
-        if tokens <= budget:
-            return messages, kept, tokens
-        if not kept:
-            break
-        ranks = {passages[i][0] for i in kept}
-        if len(ranks) > 1:
-            worst = max(ranks)
-            kept = [i for i in kept if passages[i][0] != worst]
-        else:
-            longest = max(kept, key=lambda i: len(texts[i]))
-            keep_chars = int(len(texts[longest]) * budget / tokens * 0.9)
-            if keep_chars < 40:
-                kept.remove(longest)
-            else:
-                texts[longest] = texts[longest][:keep_chars]
-        if not kept:
-            break
-    else:
-        kept = []
-    messages = render()
-    tokens = model.get_num_tokens_from_messages(messages)
-    if tokens <= budget:
-        return messages, kept, tokens
-    raise ValueError(
-        f"the prompt without any passage needs {tokens} tokens but only {budget} are left for it "
-        "(n_ctx minus the answer budget); shorten the question or raise n_ctx"
-    )
+YES_NO_WORDS = {"bn": ("হ্যাঁ", "না"), "en": ("Yes", "No")}
+"""Whole answers a constrained reply may give besides context spans and the abstention phrase."""
 
 
 def generate_answer(
@@ -140,15 +66,27 @@ def generate_answer(
         model,
         question,
         passages,
-        ctx.n_ctx - ctx.max_answer_tokens - SAFETY_TOKENS,
+        prompt_budget(ctx.n_ctx, ctx.max_answer_tokens),
         style=style,
         question_type=question_type,
         language=language,
         variant=variant,
     )
-    stop = ANSWER_STOP if style == "completion" else None  # a chat model may open with "\n"
+    plain = style in PLAIN_STYLES
+    stop = ANSWER_STOP if plain else None  # a chat model may open with "\n"
+    extra: dict[str, Any] = {}
+    if ctx.grounding == "constrained" and plain:
+        extra = {
+            "grounding": [passages[i][1].text for i in kept],
+            "fixed": [ctx.abstention_phrase, *YES_NO_WORDS[language if language == "bn" else "en"]],
+        }
+    if ctx.abstention_threshold and plain and ctx.abstention_phrase:
+        extra |= {
+            "abstention_threshold": ctx.abstention_threshold,
+            "abstention_phrase": ctx.abstention_phrase,
+        }
     raw = stream_until_abstention(
-        model, messages, stop, max_tokens or ctx.max_answer_tokens, ctx.abstention_phrase
+        model, messages, stop, max_tokens or ctx.max_answer_tokens, ctx.abstention_phrase, **extra
     )
     return raw, kept, tokens
 
@@ -165,6 +103,7 @@ def stream_until_abstention(
     stop: list[str] | None,
     max_tokens: int,
     phrase: str,
+    **kwargs: Any,
 ) -> str:
     """Stream the model's reply and stop as soon as it is settled as an abstention
     (:func:`~kbqa.nodes.check_abstention.settled_abstention`): output is constrained while it
@@ -174,14 +113,17 @@ def stream_until_abstention(
     Under an LLM cache (the ablation runs' memoised generations; LangChain's ``stream`` does not
     read the cache) the reply is generated whole with ``invoke``; the verdict is the same.
 
+    ``kwargs`` go to the model call (``grounding=[texts]``, ``fixed=[answers]``: a span-
+    constrained reply, see :class:`kbqa.llm.chat.LlamaCppChatModel`).
+
     Returns:
         The text generated up to the end, a stop sequence, ``max_tokens`` or the settled
         abstention.
     """
     if _uses_cache(model):
-        return str(model.invoke(messages, stop=stop, max_tokens=max_tokens).content)
+        return str(model.invoke(messages, stop=stop, max_tokens=max_tokens, **kwargs).content)
     text = ""
-    for part in model.stream(messages, stop=stop, max_tokens=max_tokens):
+    for part in model.stream(messages, stop=stop, max_tokens=max_tokens, **kwargs):
         text += str(part.content)
         if settled_abstention(text, phrase):
             log.debug("abstention settled after %d chars; generation stopped", len(text))

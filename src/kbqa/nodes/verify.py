@@ -19,7 +19,7 @@ from kbqa.evals.metrics import answer_in_context, normalize_answer
 from kbqa.nodes._record import context_of, fail_soft, visited
 from kbqa.nodes.check_abstention import judge
 from kbqa.nodes.extract import extract_answer
-from kbqa.prompts import ANSWER_STOP, Passage, render_verify_prompt
+from kbqa.prompts import ANSWER_STOP, PLAIN_STYLES, Passage, render_verify_prompt
 from kbqa.resources import retriever_for, verifier_for
 from kbqa.state import State
 
@@ -61,7 +61,7 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     reply = model.invoke(
         messages,
-        stop=ANSWER_STOP if style == "completion" else None,
+        stop=ANSWER_STOP if style in PLAIN_STYLES else None,
         max_tokens=ctx.max_verify_tokens,
     )
     raw = str(reply.content)

@@ -5,7 +5,11 @@ from kbqa.prompts.answer import (
     ABSTENTION_PHRASE,
     ANSWER_STOP,
     CONTEXT_MARKER,
+    PLAIN_STYLES,
+    PROMPT_STYLES,
     Passage,
+    PromptStyle,
+    prompt_text,
     render_answer_prompt,
 )
 from kbqa.prompts.verify import render_verify_prompt
@@ -14,7 +18,11 @@ __all__ = [
     "ABSTENTION_PHRASE",
     "ANSWER_STOP",
     "CONTEXT_MARKER",
+    "PLAIN_STYLES",
+    "PROMPT_STYLES",
     "Passage",
+    "PromptStyle",
+    "prompt_text",
     "render_answer_prompt",
     "render_verify_prompt",
 ]

@@ -1,15 +1,26 @@
 """The reader prompt: answer with a short span from the context, or abstain with a fixed phrase.
 
 The abstention phrase ``Context-এ তথ্য নেই`` ("no information in the context") is HybridRAG-BN's.
-Two renderings of the same instruction: plain few-shot text for base models without a chat
-template (Gemma 3 270M), and system + user messages for chat models (ChatML).
+Three renderings of the same instruction (:data:`PROMPT_STYLES`): plain few-shot text for base
+models without a chat template (Gemma 3 270M), the same plain text without the examples for a
+reader fine-tuned on it (``kbqa finetune reader`` renders its training prompts here), and system
++ user messages for chat models (ChatML).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+PromptStyle = Literal["completion", "tuned", "chatml"]
+PROMPT_STYLES: tuple[PromptStyle, ...] = ("completion", "tuned", "chatml")
+"""``completion``: few-shot plain text for a base model; ``tuned``: the same plain text without the
+few-shot examples, for a reader fine-tuned on exactly this rendering; ``chatml``: chat messages."""
+PLAIN_STYLES = frozenset({"completion", "tuned"})
+"""Styles whose messages are joined into one plain-text prompt (:func:`prompt_text`)."""
 
 ABSTENTION_PHRASE = "Context-এ তথ্য নেই"
 CONTEXT_MARKER = "Context:\n"
@@ -123,12 +134,13 @@ def render_answer_prompt(
     language: str = "bn",
     variant: str = "coverage",
 ) -> list[BaseMessage]:
-    """Render the reader prompt.
+    """Render the reader prompt (the one function serving and ``kbqa finetune`` both call).
 
     Args:
         question: The user's question.
         passages: Context passages, best first (the caller drops passages to fit the budget).
         style: ``"completion"`` -> one HumanMessage of few-shot plain text ending in ``Answer:``;
+            ``"tuned"`` -> the same without the few-shot examples (a fine-tuned reader);
             ``"chatml"`` -> a SystemMessage with the instruction and a HumanMessage with the
             context and question.
         question_type: From the classify node; ``"yes/no"`` adds a hint.
@@ -141,8 +153,10 @@ def render_answer_prompt(
         Messages for a chat model.
 
     Raises:
-        ValueError: Unknown ``variant``.
+        ValueError: Unknown ``variant`` or ``style``.
     """
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"unknown prompt style {style!r}; use one of {', '.join(PROMPT_STYLES)}")
     if variant not in INSTRUCTIONS:
         raise ValueError(
             f"unknown prompt variant {variant!r}; use one of {', '.join(INSTRUCTIONS)}"
@@ -152,8 +166,17 @@ def render_answer_prompt(
     body = f"{context}\n{_question_line(question, question_type, language)}"
     if style == "chatml":
         return [SystemMessage(content=instruction), HumanMessage(content=body)]
+    if style == "tuned":
+        return [HumanMessage(content=f"{instruction}\n\n{body}\nAnswer:")]
     examples = _FEW_SHOT.get(language, _FEW_SHOT["en"])
     shots = "\n\n".join(
         f"{_context_block([Passage(t, x)])}\nQuestion: {q}\nAnswer: {a}" for t, x, q, a in examples
     )
     return [HumanMessage(content=f"{instruction}\n\n{shots}\n\n{body}\nAnswer:")]
+
+
+def prompt_text(messages: Sequence[BaseMessage]) -> str:
+    """The plain-text prompt a completion model reads for ``messages`` (styles in
+    :data:`PLAIN_STYLES`): the contents joined by a blank line. llama.cpp serving and the
+    fine-tuning data builder both call this, so the text trained on is the text served."""
+    return "\n\n".join(str(m.content) for m in messages)

@@ -1,0 +1,53 @@
+"""The abstention threshold's trade-off for a tuned reader, on the validation examples of a
+`kbqa finetune reader` run (held-out documents of the training set; `abstain` examples count
+as unanswerable). Prints F1 and abstention rates per threshold; asserts nothing.
+
+    python benchmarks/abstention_curve.py --run runs/finetune-reader --adapter runs/finetune-reader/adapter
+
+At threshold t the reader abstains exactly when its probability of the abstention phrase's
+first token is at least t (``--abstention-threshold``; 0 is plain greedy decoding, shown
+first for reference).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+from kbqa.finetune.data import read_examples
+from kbqa.finetune.evaluate import abstention_curve, load_reader, score_reader
+from kbqa.llm.lora import ADAPTER_FILE
+from kbqa.llm.models import resolve_model
+
+THRESHOLDS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--run", required=True, help="a kbqa finetune reader output directory")
+    ap.add_argument("--adapter", required=True, help="adapter directory (or .gguf) to score")
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=1, help="sample seed (training scored seed 0)")
+    args = ap.parse_args()
+    examples = [e for e in read_examples(Path(args.run) / "examples.jsonl") if e.split == "val"]
+    val = random.Random(args.seed).sample(examples, min(args.n, len(examples)))
+    adapter = Path(args.adapter)
+    adapter = adapter / ADAPTER_FILE if adapter.is_dir() else adapter
+    reader = load_reader(resolve_model("gemma3-270m")[0], adapter)
+    greedy = score_reader(reader, val)
+    print("| threshold | F1 | span F1 | abstained (answerable) | abstained (unanswerable) |")
+    print("|---|---|---|---|---|")
+    kinds = greedy.by_kind
+    answerable = [v for k, v in kinds.items() if k != "abstain"]
+    n_ans = sum(v["n"] for v in answerable)
+    abst_ans = sum(v["abstained"] * v["n"] for v in answerable) / max(1, n_ans)
+    print(f"| greedy | {greedy.f1:.3f} | {kinds.get('span', {}).get('f1', 0):.3f} | "
+          f"{abst_ans:.3f} | {kinds.get('abstain', {}).get('abstained', 0):.3f} |")  # fmt: skip
+    for p in abstention_curve(reader, val, THRESHOLDS):
+        print(f"| {p.threshold} | {p.f1:.3f} | {p.span_f1:.3f} | {p.abstained_answerable:.3f} | "
+              f"{p.abstained_unanswerable:.3f} |", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""``kbqa finetune``: the command-line face of :mod:`kbqa.finetune`.
+
+The flags of ``kbqa finetune reader`` are the fields of :class:`~kbqa.finetune.config.
+ReaderConfig`, parsed by transformers' ``HfArgumentParser`` (``--time-budget`` and
+``--time_budget`` both work), so each setting is declared once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from kbqa.errors import KBQAError
+
+finetune_app = typer.Typer(
+    no_args_is_help=True,
+    help="Fine-tune the reader with LoRA on the CPU (needs the finetune extra: "
+    "pip install 'kbqa\\[finetune]').",
+)
+
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(code=code)
+
+
+@finetune_app.command("reader", context_settings=_PASS_THROUGH, add_help_option=False)
+def reader(ctx: typer.Context) -> None:
+    """Train a LoRA reader on QA pairs over a knowledge base and export it for llama.cpp.
+
+    `kbqa finetune reader --help` lists every flag.
+    """
+    try:
+        from transformers import HfArgumentParser
+
+        from kbqa.finetune.config import ReaderConfig
+    except ImportError as exc:
+        _fail(f"fine-tuning needs the finetune extra: pip install 'kbqa[finetune]' ({exc})")
+    parser = HfArgumentParser(ReaderConfig, prog="kbqa finetune reader")  # type: ignore[arg-type]
+    try:
+        (cfg,) = parser.parse_args_into_dataclasses(args=list(ctx.args))
+    except ValueError as exc:
+        _fail(str(exc))
+    try:
+        from kbqa.finetune.reader import run_reader_finetune
+
+        manifest = run_reader_finetune(cfg)
+    except ImportError as exc:
+        _fail(f"fine-tuning needs the finetune extra: pip install 'kbqa[finetune]' ({exc})")
+    except KeyboardInterrupt:
+        saved = sorted(Path(cfg.out, "checkpoints").glob("checkpoint-*"))
+        where = f"the last checkpoint is in {cfg.out}/checkpoints" if saved else "nothing saved"
+        typer.echo(f"interrupted: {where}; add --resume to the same command to continue", err=True)
+        raise typer.Exit(code=130) from None
+    except (KBQAError, ValueError, OSError) as exc:
+        _fail(str(exc))
+    _report(manifest, cfg.out)
+
+
+def _report(m: dict[str, Any], out: str) -> None:
+    ex, tr, val = m["examples"], m["training"], m["validation"]
+    typer.echo(f"adapter written to {out}/adapter ({m['adapter_bytes'] / 2**20:.1f} MiB)")
+    typer.echo(
+        f"examples       {ex['usable']} usable of {ex['questions']} questions; train "
+        f"{ex['by_kind'].get('train', {})}, val {ex['by_kind'].get('val', {})}"
+    )
+    typer.echo(
+        f"training       {tr['steps']} steps, {tr['train_seconds'] / 60:.1f} min, "
+        f"{tr['seconds_per_step']} s/step, peak RSS {tr['peak_rss_mib']} MiB"
+    )
+    typer.echo(f"loss           train {tr['final_train_loss']}, validation {tr['eval_loss']}")
+    kinds = ", ".join(f"{k} {v['f1']:.3f} (n={v['n']})" for k, v in val["by_kind"].items())
+    typer.echo(f"validation F1  {val['f1']:.3f} over {val['n']}: {kinds}")
+    typer.echo(f"serve it with  kbqa ask ... --reader-adapter {out}/adapter")
+
+
+@finetune_app.command("export")
+def export(
+    checkpoint: Annotated[
+        Path, typer.Argument(help="A checkpoint directory: OUT/checkpoints/checkpoint-N.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Adapter directory to write.")],
+    base_model: Annotated[
+        str, typer.Option(help="The base the checkpoint was trained on.")
+    ] = "gemma3-270m",
+) -> None:
+    """Export a training checkpoint as a llama.cpp adapter (serve it with --reader-adapter)."""
+    try:
+        from kbqa.finetune.reader import export_checkpoint
+
+        adapter = export_checkpoint(checkpoint, out, base_model)
+    except ImportError as exc:
+        _fail(f"exporting needs the finetune extra: pip install 'kbqa[finetune]' ({exc})")
+    except (KBQAError, OSError) as exc:
+        _fail(str(exc))
+    typer.echo(f"adapter written to {adapter}")

@@ -1,0 +1,189 @@
+"""Settings of ``kbqa finetune reader``: one dataclass, read from the command line by
+transformers' ``HfArgumentParser`` (the TRL way), so every flag is declared once, here.
+
+HybridRAG-BN's seed settings were LoRA r 16, alpha 32, learning rate 1.5e-5 and 2 epochs on a
+GPU. The defaults below are the ones that measured best under a CPU budget on this project's
+machine (2 cores); ``docs/finetune.md`` has the table that chose them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from kbqa.retrieval.embedders import DEFAULT_EMBEDDER
+
+_DURATION = re.compile(
+    r"^\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m(?:in)?)?\s*(?:(\d+(?:\.\d+)?)s)?\s*$"
+)
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+"""Every attention and MLP projection (the trial's choice: 3.8M parameters at r 16)."""
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``"2h"``, ``"15m"``, ``"1h30m"``, ``"90s"`` or a bare number of seconds.
+
+    Raises:
+        ValueError: Anything else, or a duration that is not positive.
+    """
+    text = text.strip().lower()
+    try:
+        seconds = float(text)
+    except ValueError:
+        m = _DURATION.match(text)
+        if not text or m is None or not any(m.groups()):
+            raise ValueError(
+                f"time budget {text!r} is not a duration such as 15m, 2h, 1h30m or 90s"
+            ) from None
+        h, mins, s = (float(g) if g else 0.0 for g in m.groups())
+        seconds = h * 3600 + mins * 60 + s
+    if seconds <= 0:
+        raise ValueError(f"time budget must be positive, got {text!r}")
+    return seconds
+
+
+@dataclass(kw_only=True)
+class ReaderConfig:
+    """``kbqa finetune reader`` settings.
+
+    Raises:
+        ValueError: From :meth:`validate`, naming the bad field and value.
+    """
+
+    train: str = field(metadata={"help": "Training questions (JSON Lines: qid, question, "
+                                 "answers, doc_id; optional evidence)."})  # fmt: skip
+    kb: str = field(metadata={"help": "The training knowledge base (JSON Lines) the questions "
+                              "were written on."})  # fmt: skip
+    index: str = field(
+        default="",
+        metadata={"help": "An index of --kb built by `kbqa index` (default: built into "
+                  "OUT/index with --embedder)."},
+    )  # fmt: skip
+    out: str = field(default="runs/finetune-reader", metadata={"help": "Output directory."})
+    base_model: str = field(
+        default="gemma3-270m", metadata={"help": "Registered model name or a .gguf path."}
+    )
+    embedder: str = field(
+        default=DEFAULT_EMBEDDER, metadata={"help": "Embedder of the training index."}
+    )
+    time_budget: str = field(
+        default="", metadata={"help": "Stop training after this long: 15m, 2h, 1h30m, 90s."}
+    )
+    max_steps: int = field(
+        default=-1, metadata={"help": "Stop after this many optimizer steps (-1: epochs)."}
+    )
+    epochs: float = field(default=1.0, metadata={"help": "Passes over the training examples."})
+    learning_rate: float = field(default=2e-4, metadata={"help": "AdamW learning rate."})
+    lr_scheduler: str = field(
+        default="constant_with_warmup",
+        metadata={"help": "transformers scheduler; constant keeps a budget-cut run well "
+                  "trained at any stopping point."},
+    )  # fmt: skip
+    warmup_steps: int = field(default=20, metadata={"help": "Linear warm-up steps."})
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (scale alpha / r)."})
+    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout."})
+    lora_first_layer: int = field(
+        default=0,
+        metadata={"help": "Adapt blocks from this one up (0: all). Backpropagation stops "
+                  "there, so a later first block trains faster."},
+    )  # fmt: skip
+    batch_size: int = field(
+        default=4, metadata={"help": "Examples per forward pass (length-bucketed)."}
+    )
+    grad_accum: int = field(default=1, metadata={"help": "Forward passes per optimizer step."})
+    bf16: bool = field(
+        default=False, metadata={"help": "bfloat16 autocast on the CPU (float32 weights)."}
+    )
+    negative_ratio: float = field(
+        default=0.3, metadata={"help": "Share of questions that also get an abstention example."}
+    )
+    redacted_share: float = field(
+        default=0.5,
+        metadata={"help": "Share of those abstention examples made by cutting the answer "
+                  "sentences out of the question's own context (the rest: other chunks)."},
+    )  # fmt: skip
+    yes_no_ratio: float = field(
+        default=0.15, metadata={"help": "Share of questions that also get a yes/no example."}
+    )
+    val_fraction: float = field(
+        default=0.2, metadata={"help": "Share of documents held out for validation."}
+    )
+    max_questions: int = field(
+        default=0, metadata={"help": "Use only this many questions (0: all), for a quick try."}
+    )
+    val_examples: int = field(
+        default=200, metadata={"help": "Validation examples scored by llama.cpp at the end."}
+    )
+    save_minutes: float = field(
+        default=10.0, metadata={"help": "Minutes between checkpoints (also on Ctrl-C)."}
+    )
+    keep_checkpoints: int = field(
+        default=2, metadata={"help": "Checkpoints kept (0: all, e.g. to compare budgets)."}
+    )
+    seed: int = field(default=0, metadata={"help": "Seeds the split, the examples and training."})
+    threads: int = field(default=0, metadata={"help": "torch threads (0: every core)."})
+    resume: bool = field(
+        default=False, metadata={"help": "Continue from the last checkpoint in OUT."}
+    )
+    k: int = field(default=3, metadata={"help": "Hits per prompt, as served (Context.k)."})
+    n_ctx: int = field(
+        default=4096, metadata={"help": "Context window whose budget prompts fit, as served."}
+    )
+    max_answer_tokens: int = field(
+        default=32, metadata={"help": "Answer budget, as served (Context.max_answer_tokens)."}
+    )
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Check ranges.
+
+        Raises:
+            ValueError: A field out of range; the message names it and its value.
+        """
+        positive = ("lora_r", "lora_alpha", "batch_size", "grad_accum", "k", "n_ctx",
+                    "max_answer_tokens")  # fmt: skip
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+        for name in ("negative_ratio", "redacted_share", "yes_no_ratio", "lora_dropout"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        if not 0 < self.val_fraction < 1:
+            raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction!r}")
+        if self.learning_rate <= 0 or self.epochs <= 0 or self.save_minutes <= 0:
+            raise ValueError(
+                "learning_rate, epochs and save_minutes must be positive, got "
+                f"{self.learning_rate!r}, {self.epochs!r}, {self.save_minutes!r}"
+            )
+        if self.lora_first_layer < 0:
+            raise ValueError(f"lora_first_layer must be >= 0, got {self.lora_first_layer!r}")
+        if self.max_steps == 0 or self.max_steps < -1:
+            raise ValueError(f"max_steps must be -1 or positive, got {self.max_steps!r}")
+        if self.time_budget:
+            parse_duration(self.time_budget)
+
+    @property
+    def budget_seconds(self) -> float | None:
+        """The time budget in seconds, or None."""
+        return parse_duration(self.time_budget) if self.time_budget else None
+
+    @property
+    def torch_threads(self) -> int:
+        """Threads for torch: ``threads`` or every core."""
+        return self.threads or os.cpu_count() or 1
+
+    def data_settings(self) -> dict[str, Any]:
+        """The settings that decide the examples (a change rebuilds them)."""
+        keys = ("base_model", "embedder", "negative_ratio", "redacted_share", "yes_no_ratio",
+                "val_fraction", "max_questions", "seed", "k", "n_ctx",
+                "max_answer_tokens")  # fmt: skip
+        return {k: getattr(self, k) for k in keys}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every setting."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -1,0 +1,506 @@
+"""Reader training examples, rendered exactly as the generate node renders its prompts.
+
+For each training question the builder retrieves from an index of the training knowledge base
+with the serving retriever (:func:`kbqa.nodes.retrieve.retrieve_records`: hybrid fusion, previous
+chunk padding, ``k`` hits), turns the hits into passages (:func:`kbqa.nodes.generate.
+chunk_passages`) and fits them into the serving token budget (:func:`kbqa.prompts.budget.
+fit_prompt` with :func:`~kbqa.prompts.budget.prompt_budget`) in the ``tuned`` prompt style. So
+the gold chunk is wherever retrieval put it, with the distractors retrieval found.
+
+Kinds of example (``ReaderExample.kind``):
+
+- ``span``: the gold answer is in the fitted context; the target is the answer. When retrieval
+  missed it, the gold chunk replaces the lowest-ranked hit at a random rank.
+- ``abstain``: a negative, the target being the abstention phrase. Either the question with
+  retrieved chunks that do not hold any gold answer (those that do are dropped, the next hits
+  move up), or its own context with the sentences holding the answer cut out (on topic, but no
+  longer answering: how BanglaRQA's unanswerable questions look).
+- ``yes`` / ``no``: yes/no questions made by rule from the annotators' ``evidence`` sentence
+  (Haque 2020 has none; BanglaRQA asks 128 among 1,126 answerable): the sentence asked as a
+  question (``... কি?``, or ``কি`` after its first word) is ``হ্যাঁ``; the same sentence with its
+  answer span swapped for another question's answer of the same kind is ``না``.
+
+Questions are split 80/20 by document (``val_fraction``, ``seed``): no validation question is
+trained on. The retrieval index holds the whole training knowledge base, so a validation
+document can appear as a distractor in a training prompt, as any page of a knowledge base can.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from kbqa.context import Context
+from kbqa.corpus.loaders import read_jsonl_objects
+from kbqa.errors import InputError
+from kbqa.evals.datasets import Question, load_questions
+from kbqa.evals.metrics import answer_in_context, normalize_answer
+from kbqa.nodes.classify import detect_language, question_type
+from kbqa.nodes.generate import chunk_passages
+from kbqa.nodes.retrieve import retrieve_records
+from kbqa.prompts import ABSTENTION_PHRASE, CONTEXT_MARKER, Passage
+from kbqa.prompts.answer import prompt_text
+from kbqa.prompts.budget import TokenCounter, fit_prompt, prompt_budget
+from kbqa.resources import retriever_for
+from kbqa.state import RetrievedRecord
+
+log = logging.getLogger("kbqa.finetune")
+
+KINDS = ("span", "abstain", "yes", "no")
+YES = {"bn": "হ্যাঁ", "en": "Yes"}
+NO = {"bn": "না", "en": "No"}
+PROMPT_STYLE = "tuned"
+"""The prompt style a fine-tuned reader is trained and served with."""
+_TRAILING = " \t\n।.,;:!?|"
+_SENTENCE_END = regex.compile(r"(?<=[।!?])\s*")
+MIN_STATEMENT_WORDS, MAX_STATEMENT_WORDS = 5, 30
+FINAL_KI_SHARE = 0.7
+"""Share of made-up yes/no questions asked with a final ``কি`` (``... যাবে কি?``); the rest put
+``কি`` after the first word (``এটি কি ...?``), the other form BanglaRQA uses."""
+_DIGIT = regex.compile(r"\p{N}")
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingQuestion:
+    """A training question with its annotators' supporting sentence."""
+
+    question: Question
+    evidence: str = ""
+
+
+@dataclass(slots=True)
+class ReaderExample:
+    """One supervised reader example.
+
+    Attributes:
+        qid: Source question id (with ``#yes`` / ``#no`` / ``#neg`` for derived examples).
+        kind: ``span``, ``abstain``, ``yes`` or ``no``.
+        split: ``train`` or ``val``.
+        doc_id: The source question's document.
+        question: The question as shown in the prompt.
+        prompt: The exact text the reader reads (:func:`kbqa.prompts.answer.prompt_text`).
+        target: What it must answer (no leading space, no end-of-sequence).
+        answers: Gold alternatives (empty for ``abstain``), for scoring generations.
+        question_type: The classify node's type.
+        language: ``bn`` or ``en``.
+        context_chunk_ids: Chunks of the training index in the prompt, in order.
+        gold_rank: Rank of the first hit holding the answer (0: none, for ``abstain``).
+        gold_inserted: True when retrieval missed the answer and the gold chunk was put in.
+    """
+
+    qid: str
+    kind: str
+    split: str
+    doc_id: str
+    question: str
+    prompt: str
+    target: str
+    answers: list[str]
+    question_type: str
+    language: str
+    context_chunk_ids: list[int] = field(default_factory=list)
+    gold_rank: int = 0
+    gold_inserted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON Lines."""
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class DataStats:
+    """Counts of one build, for the training report."""
+
+    questions: int = 0
+    usable: int = 0
+    unusable: int = 0
+    by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
+    gold_inserted: int = 0
+    gold_first: int = 0
+    no_negative_context: int = 0
+
+    def count(self, example: ReaderExample) -> None:
+        """Add one example."""
+        split = self.by_kind.setdefault(example.split, dict.fromkeys(KINDS, 0))
+        split[example.kind] += 1
+        if example.kind == "span":
+            self.gold_inserted += example.gold_inserted
+            self.gold_first += example.gold_rank == 1
+
+    def negative_ratio(self, split: str = "train") -> float:
+        """Abstention targets over all examples of ``split``."""
+        kinds = self.by_kind.get(split, {})
+        total = sum(kinds.values())
+        return kinds.get("abstain", 0) / total if total else 0.0
+
+
+def shown_context(prompt: str) -> str:
+    """The context block of a rendered prompt (titles included, as cut to the budget): what the
+    reader actually sees, which every answer check of the builder reads."""
+    context = prompt.split(CONTEXT_MARKER, 1)[-1]
+    return context.rsplit("\nQuestion:", 1)[0]
+
+
+def load_training_questions(path: Path) -> list[TrainingQuestion]:
+    """Read a training question file (the ``shared/data`` format, plus an optional ``evidence``
+    string per line).
+
+    Raises:
+        InputError: As :func:`kbqa.evals.datasets.load_questions`; also an ``evidence`` that is
+            not a string.
+    """
+    questions = load_questions(path)
+    evidence: dict[str, str] = {}
+    for lineno, obj in read_jsonl_objects(Path(path)):
+        if isinstance(obj, InputError):
+            raise obj
+        ev = obj.get("evidence") or ""
+        if not isinstance(ev, str):
+            raise InputError(f"{path}:{lineno}: evidence must be a string, got {ev!r}")
+        evidence[str(obj.get("qid"))] = ev
+    return [TrainingQuestion(q, evidence.get(q.qid, "")) for q in questions]
+
+
+def split_by_document(
+    questions: Sequence[TrainingQuestion], val_fraction: float, seed: int
+) -> dict[str, str]:
+    """``doc_id -> "train" | "val"``: a seeded shuffle of the sorted document ids, the first
+    ``val_fraction`` of them for validation.
+
+    Raises:
+        ValueError: ``val_fraction`` outside [0, 1).
+    """
+    if not 0 <= val_fraction < 1:
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
+    docs = sorted({q.question.doc_id or q.question.qid for q in questions})
+    random.Random(seed).shuffle(docs)
+    n_val = round(len(docs) * val_fraction)
+    return {d: ("val" if i < n_val else "train") for i, d in enumerate(docs)}
+
+
+def clean_target(answer: str) -> str:
+    """A gold answer as a target: whitespace folded, trailing danda/punctuation dropped."""
+    return " ".join(answer.split()).rstrip(_TRAILING).strip()
+
+
+class ExampleBuilder:
+    """Renders reader examples with the serving retriever, budget and prompt.
+
+    Args:
+        ctx: Serving settings: ``index_dir`` (an index of the training knowledge base),
+            ``embedder``, ``k``, ``retry_k``, fusion weights, ``n_ctx``, ``max_answer_tokens``.
+        counter: Counts prompt tokens in the reader's tokenizer.
+        seed: Seeds the choice of negatives, yes/no examples and inserted gold positions.
+    """
+
+    def __init__(self, ctx: Context, counter: TokenCounter, seed: int = 0) -> None:
+        self.ctx = ctx
+        self.counter = counter
+        self.rng = random.Random(seed)
+        self.chunks = retriever_for(ctx).index.chunks
+        self.budget = prompt_budget(ctx.n_ctx, ctx.max_answer_tokens)
+        self._by_doc: dict[str, list[int]] = {}
+        for cid, chunk in enumerate(self.chunks):
+            self._by_doc.setdefault(chunk.doc_id, []).append(cid)
+
+    def render(
+        self,
+        question: str,
+        records: Sequence[RetrievedRecord],
+        texts: dict[int, str] | None = None,
+    ) -> tuple[str, list[int], str, str]:
+        """``(prompt, context chunk ids, question type, language)`` as the generate node
+        renders them (``texts`` replaces the text of some chunks, by chunk id)."""
+        qtype, language = question_type(question), detect_language(question)
+        passages = chunk_passages(self.chunks, records)
+        if texts:
+            passages = [
+                (rank, Passage(p.title, texts.get(r["chunk_id"], p.text)))
+                for (rank, p), r in zip(passages, records, strict=True)
+            ]
+        messages, kept, _ = fit_prompt(
+            self.counter,
+            question,
+            passages,
+            self.budget,
+            style=PROMPT_STYLE,
+            question_type=qtype,
+            language=language,
+        )
+        return prompt_text(messages), [records[i]["chunk_id"] for i in kept], qtype, language
+
+    def context_text(self, chunk_ids: Iterable[int]) -> str:
+        """The chunk texts joined, for answer checks."""
+        return "\n".join(self.chunks[c].text for c in chunk_ids)
+
+    def gold_chunk(self, doc_id: str | None, answers: Sequence[str]) -> int | None:
+        """The first chunk of ``doc_id`` holding a gold answer."""
+        for cid in self._by_doc.get(doc_id or "", []):
+            if answer_in_context(answers, self.chunks[cid].text):
+                return cid
+        return None
+
+    def positive(self, q: Question, split: str) -> ReaderExample | None:
+        """A ``span`` example, or None when the answer is nowhere in its document (or cannot
+        be shown within the budget)."""
+        records = retrieve_records(q.question, self.ctx.k, self.ctx)
+        prompt, kept, qtype, lang = self.render(q.question, records)
+        inserted = False
+        if not answer_in_context(q.answers, shown_context(prompt)):
+            gold = self.gold_chunk(q.doc_id, q.answers)
+            if gold is None:
+                return None
+            records = self._insert(records, gold)
+            prompt, kept, qtype, lang = self.render(q.question, records)
+            inserted = True
+            if not answer_in_context(q.answers, shown_context(prompt)):
+                return None
+        shown = shown_context(prompt)
+        target = next(
+            (clean_target(a) for a in q.answers if answer_in_context([a], shown)),
+            clean_target(q.answers[0]),
+        )
+        rank = next(
+            (
+                r["rank"]
+                for r in records
+                if r["chunk_id"] in kept
+                and answer_in_context(q.answers, self.chunks[r["chunk_id"]].text)
+            ),
+            0,
+        )
+        return ReaderExample(
+            q.qid, "span", split, q.doc_id or "", q.question, prompt, target, list(q.answers),
+            qtype, lang, kept, rank, inserted,
+        )  # fmt: skip
+
+    def _insert(self, records: list[RetrievedRecord], gold: int) -> list[RetrievedRecord]:
+        """Replace the lowest-ranked hit with the gold chunk at a random rank (1..k)."""
+        ranks = sorted({r["rank"] for r in records})
+        keep = [r for r in records if r["rank"] != ranks[-1] and r["chunk_id"] != gold]
+        at = self.rng.randint(1, len(ranks)) if ranks else 1
+        gold_record: RetrievedRecord = {
+            "chunk_id": gold,
+            "doc_id": self.chunks[gold].doc_id,
+            "score": 0.0,
+            "rank": at,
+            "is_padding": False,
+        }
+        out: list[RetrievedRecord] = []
+        for r in keep:
+            if r["rank"] >= at and gold_record not in out:
+                out.append(gold_record)
+            out.append({**r, "rank": r["rank"] + (r["rank"] >= at)})
+        if gold_record not in out:
+            out.append(gold_record)
+        return out
+
+    def negative(self, q: Question, split: str) -> ReaderExample | None:
+        """An ``abstain`` example: the top ``k`` hits of a ``retry_k`` retrieval among chunks
+        without any gold answer (hits and padding alike), or None when none are left."""
+        records = retrieve_records(q.question, self.ctx.retry_k, self.ctx)
+        clean = [r for r in records if not answer_in_context(q.answers, self._shown(r))]
+        ranks = sorted({r["rank"] for r in clean if not r["is_padding"]})[: self.ctx.k]
+        chosen = [r for r in clean if r["rank"] in ranks]
+        if not chosen:
+            return None
+        renumber = {rank: i for i, rank in enumerate(ranks, start=1)}
+        chosen = [{**r, "rank": renumber[r["rank"]]} for r in chosen]
+        prompt, kept, qtype, lang = self.render(q.question, chosen)
+        if answer_in_context(q.answers, shown_context(prompt)):  # e.g. the answer is a title
+            return None
+        return ReaderExample(
+            f"{q.qid}#neg", "abstain", split, q.doc_id or "", q.question, prompt,
+            ABSTENTION_PHRASE, [], qtype, lang, kept,
+        )  # fmt: skip
+
+    def redacted(self, q: Question, split: str) -> ReaderExample | None:
+        """A harder ``abstain`` example: the question's own retrieved context with every
+        sentence that holds a gold answer cut out of its chunks, so the passage is on topic
+        but no longer answers (as BanglaRQA's unanswerable questions are written against
+        their passage). None when nothing is left to cut or the answer survives elsewhere."""
+        records = retrieve_records(q.question, self.ctx.k, self.ctx)
+        texts: dict[int, str] = {}
+        for r in records:
+            text = self._text(r)
+            if answer_in_context(q.answers, text):
+                kept = [s for s in _SENTENCE_END.split(text) if not answer_in_context(q.answers, s)]
+                texts[r["chunk_id"]] = " ".join(kept)
+        if not texts:
+            return None
+        prompt, kept_ids, qtype, lang = self.render(q.question, records, texts)
+        if not set(texts) & set(kept_ids) or answer_in_context(q.answers, shown_context(prompt)):
+            return None
+        return ReaderExample(
+            f"{q.qid}#cut", "abstain", split, q.doc_id or "", q.question, prompt,
+            ABSTENTION_PHRASE, [], qtype, lang, kept_ids,
+        )  # fmt: skip
+
+    def _text(self, record: RetrievedRecord) -> str:
+        return self.chunks[record["chunk_id"]].text
+
+    def _shown(self, record: RetrievedRecord) -> str:
+        chunk = self.chunks[record["chunk_id"]]
+        return f"{chunk.title}: {chunk.text}"
+
+    def yes_no(
+        self, tq: TrainingQuestion, split: str, truth: bool, swap: str
+    ) -> ReaderExample | None:
+        """A ``yes``/``no`` example from the evidence sentence that holds the answer (see the
+        module docstring), or None when there is none of :data:`MIN_STATEMENT_WORDS` to
+        :data:`MAX_STATEMENT_WORDS` words."""
+        q = tq.question
+        statement = answer = ""
+        for sentence in _SENTENCE_END.split(tq.evidence):  # the sentence holding the answer
+            sentence = " ".join(sentence.split()).rstrip(_TRAILING)
+            answer = next((a.strip() for a in q.answers if a.strip() and a.strip() in sentence), "")
+            if answer:
+                statement = sentence
+                break
+        n_words = len(statement.split())
+        if not answer or not MIN_STATEMENT_WORDS <= n_words <= MAX_STATEMENT_WORDS:
+            return None
+        original = statement
+        if not truth:
+            if answer_in_context([swap], statement) or any(
+                normalize_answer(swap) == normalize_answer(a) for a in q.answers
+            ):
+                return None  # the swap would leave the statement true
+            statement = statement.replace(answer, swap, 1)
+        words = statement.split()
+        if self.rng.random() < FINAL_KI_SHARE or len(words) < 4:
+            asked = f"{statement} কি?"
+        else:
+            asked = f"{words[0]} কি {' '.join(words[1:])}?"
+        records = retrieve_records(asked, self.ctx.k, self.ctx)
+        prompt, kept, qtype, lang = self.render(asked, records)
+        if not answer_in_context([original], shown_context(prompt)):  # evidence not shown
+            gold = self.gold_chunk(q.doc_id, [original])
+            if gold is None:
+                return None
+            records = self._insert(records, gold)
+            prompt, kept, qtype, lang = self.render(asked, records)
+            if not answer_in_context([original], shown_context(prompt)):
+                return None
+        target = (YES if truth else NO)["bn" if lang == "bn" else "en"]
+        return ReaderExample(
+            f"{q.qid}#{'yes' if truth else 'no'}", "yes" if truth else "no", split, q.doc_id or "",
+            asked, prompt, target, [target], qtype, lang, kept,
+        )  # fmt: skip
+
+
+def _same_kind(answer: str, pool: Sequence[str], rng: random.Random) -> str:
+    """Another answer to swap in: one with digits for an answer with digits, else one of a
+    similar word count."""
+    digits = bool(_DIGIT.search(answer))
+    n = len(answer.split())
+    matches = [
+        a
+        for a in pool
+        if a != answer and bool(_DIGIT.search(a)) == digits and abs(len(a.split()) - n) <= 1
+    ]
+    return rng.choice(matches) if matches else rng.choice([a for a in pool if a != answer])
+
+
+def build_examples(
+    questions: Sequence[TrainingQuestion],
+    builder: ExampleBuilder,
+    *,
+    splits: dict[str, str],
+    negative_ratio: float,
+    yes_no_ratio: float,
+    seed: int,
+    redacted_share: float = 0.5,
+    progress: bool = True,
+) -> tuple[list[ReaderExample], DataStats]:
+    """Build every example: one ``span`` per usable question, plus an ``abstain`` for a seeded
+    ``negative_ratio`` share of them (of which ``redacted_share`` have the answer sentences cut
+    from their own context, :meth:`ExampleBuilder.redacted`, and the rest are other chunks,
+    :meth:`ExampleBuilder.negative`) and a ``yes`` or ``no`` (alternating) for a
+    ``yes_no_ratio`` share.
+
+    Raises:
+        ValueError: A ratio outside [0, 1].
+    """
+    from tqdm import tqdm
+
+    ratios = (("negative_ratio", negative_ratio), ("yes_no_ratio", yes_no_ratio),
+              ("redacted_share", redacted_share))  # fmt: skip
+    for name, ratio in ratios:
+        if not 0 <= ratio <= 1:
+            raise ValueError(f"{name} must be in [0, 1], got {ratio!r}")
+    rng = random.Random(seed)
+    pool = [clean_target(a) for tq in questions for a in tq.question.answers[:1] if a.strip()]
+    stats = DataStats(questions=len(questions))
+    out: list[ReaderExample] = []
+    truth = True
+    for tq in tqdm(questions, desc="examples", unit="q", disable=not progress):
+        q = tq.question
+        split = splits.get(q.doc_id or q.qid, "train")
+        if not q.answerable or not q.answers:
+            stats.unusable += 1
+            continue
+        example = builder.positive(q, split)
+        if example is None:
+            stats.unusable += 1
+            continue
+        stats.usable += 1
+        made = [example]
+        if rng.random() < negative_ratio:
+            neg = (builder.redacted if rng.random() < redacted_share else builder.negative)(
+                q, split
+            )
+            if neg is None:
+                stats.no_negative_context += 1
+            else:
+                made.append(neg)
+        if tq.evidence and rng.random() < yes_no_ratio:
+            swap = _same_kind(clean_target(q.answers[0]), pool, rng)
+            yn = builder.yes_no(tq, split, truth, swap)
+            if yn is not None:
+                made.append(yn)
+                truth = not truth
+        for ex in made:
+            stats.count(ex)
+            out.append(ex)
+    return out, stats
+
+
+def write_examples(path: Path, examples: Iterable[ReaderExample]) -> None:
+    """Write examples as JSON Lines (atomically)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for ex in examples:
+            fh.write(json.dumps(ex.to_dict(), ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def read_examples(path: Path) -> Iterator[ReaderExample]:
+    """Read examples written by :func:`write_examples`.
+
+    Raises:
+        InputError: A line that is not an example object.
+    """
+    for lineno, obj in read_jsonl_objects(path):
+        if isinstance(obj, InputError):
+            raise obj
+        try:
+            yield ReaderExample(**obj)
+        except TypeError as exc:
+            raise InputError(f"{path}:{lineno}: not a reader example: {exc}") from None
+
+
+def kind_counts(examples: Iterable[ReaderExample]) -> dict[str, Counter[str]]:
+    """``split -> Counter(kind)``."""
+    out: dict[str, Counter[str]] = {}
+    for ex in examples:
+        out.setdefault(ex.split, Counter())[ex.kind] += 1
+    return out

@@ -1,0 +1,319 @@
+"""``kbqa finetune reader``: examples, LoRA training, llama.cpp adapter, validation, manifest.
+
+Output directory::
+
+    OUT/index/            the training KB's index (unless --index was given)
+    OUT/examples.jsonl    every rendered example (train and val), OUT/data.json their counts
+    OUT/split.json        the validation documents (80/20 by document, seeded)
+    OUT/checkpoints/      transformers checkpoints (--resume continues from the last)
+    OUT/adapter/          adapter.gguf + manifest.json: what `--reader-adapter OUT/adapter` serves
+    OUT/loss.png          the loss curve
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import random
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kbqa.context import Context
+from kbqa.errors import InputError
+from kbqa.finetune.config import LORA_TARGETS, ReaderConfig
+from kbqa.finetune.data import (
+    PROMPT_STYLE,
+    ExampleBuilder,
+    ReaderExample,
+    build_examples,
+    load_training_questions,
+    read_examples,
+    split_by_document,
+    write_examples,
+)
+from kbqa.llm.lora import ADAPTER_FILE, KV_BASE_SHA256, KV_PROMPT_STYLE, MANIFEST_FILE
+from kbqa.llm.models import MODELS, file_sha256, resolve_model
+from kbqa.retrieval.index import is_index_dir, source_sha256
+
+log = logging.getLogger("kbqa.finetune")
+
+DATA_TERMS = (
+    "Trained on Haque et al. 2020, 'Factoid Question Answering over Bangla Comprehension' "
+    "(8,022 questions over 1,675 news and book passages). The data set states no license; it "
+    "is used for research with citation. The adapter holds LoRA weights, not the text."
+)
+
+
+def check_inputs(cfg: ReaderConfig) -> None:
+    """Fail before any model loads on inputs that cannot work.
+
+    Raises:
+        InputError: A missing or malformed question file (file and line named), a missing
+            knowledge base, or an ``--index`` that is not a kbqa index.
+        ModelError: An unknown base model.
+    """
+    load_training_questions(Path(cfg.train))
+    if not Path(cfg.kb).is_file():
+        raise InputError(f"knowledge base not found: {cfg.kb}")
+    if cfg.index and not is_index_dir(Path(cfg.index)):
+        raise InputError(f"--index {cfg.index} is not a kbqa index (build it with kbqa index)")
+    resolve_model(cfg.base_model)
+
+
+def ensure_index(cfg: ReaderConfig, out: Path) -> Path:
+    """The training KB's index: ``cfg.index``, or one built into ``out/index`` (again when the
+    KB's contents or the embedder changed since)."""
+    if cfg.index:
+        return Path(cfg.index)
+    target = out / "index"
+    manifest = target / "manifest.json"
+    current = {"source_sha256": source_sha256(Path(cfg.kb)), "embedder": cfg.embedder}
+    built = json.loads(manifest.read_text("utf-8")) if manifest.is_file() else {}
+    if any(built.get(k) != v for k, v in current.items()):
+        from kbqa.corpus.loaders import load_documents
+        from kbqa.retrieval.embedders import load_embedder
+        from kbqa.retrieval.index import build_index
+
+        log.warning("indexing the training knowledge base %s into %s", cfg.kb, target)
+        build_index(
+            load_documents(Path(cfg.kb)), target, load_embedder(cfg.embedder), source=cfg.kb
+        )
+    return target
+
+
+def prepare_examples(
+    cfg: ReaderConfig, out: Path, tokenizer: Any, index_dir: Path
+) -> tuple[list[ReaderExample], dict[str, Any]]:
+    """Build the examples, or reuse ``out/examples.jsonl`` when the data settings are the
+    same."""
+    from kbqa.finetune.base import TokenizerCounter
+
+    meta_path, path = out / "data.json", out / "examples.jsonl"
+    settings = {
+        **cfg.data_settings(),
+        "train": str(cfg.train),
+        "train_sha256": source_sha256(Path(cfg.train)),
+        "index": str(index_dir),
+        "index_created": json.loads((index_dir / "manifest.json").read_text("utf-8")).get(
+            "created"
+        ),
+    }
+    if meta_path.is_file() and path.is_file():
+        meta = json.loads(meta_path.read_text("utf-8"))
+        if meta.get("settings") == settings:
+            return list(read_examples(path)), meta
+    questions = load_training_questions(Path(cfg.train))
+    if cfg.max_questions:
+        questions = random.Random(cfg.seed).sample(
+            questions, min(cfg.max_questions, len(questions))
+        )
+    ctx = Context(
+        index_dir=str(index_dir),
+        embedder=cfg.embedder,
+        k=cfg.k,
+        n_ctx=cfg.n_ctx,
+        max_answer_tokens=cfg.max_answer_tokens,
+        web_search="off",
+    )
+    builder = ExampleBuilder(ctx, TokenizerCounter(tokenizer, PROMPT_STYLE), seed=cfg.seed)
+    splits = split_by_document(questions, cfg.val_fraction, cfg.seed)
+    started = time.perf_counter()
+    examples, stats = build_examples(
+        questions,
+        builder,
+        splits=splits,
+        negative_ratio=cfg.negative_ratio,
+        redacted_share=cfg.redacted_share,
+        yes_no_ratio=cfg.yes_no_ratio,
+        seed=cfg.seed,
+    )
+    write_examples(path, examples)
+    split_record = {
+        "seed": cfg.seed,
+        "val_fraction": cfg.val_fraction,
+        "val_documents": sorted(d for d, part in splits.items() if part == "val"),
+    }
+    (out / "split.json").write_text(json.dumps(split_record, ensure_ascii=False, indent=1), "utf-8")
+    meta = {
+        "settings": settings,
+        "seconds": round(time.perf_counter() - started, 1),
+        "questions": stats.questions,
+        "usable": stats.usable,
+        "unusable": stats.unusable,
+        "by_kind": stats.by_kind,
+        "negative_ratio_train": round(stats.negative_ratio("train"), 3),
+        "gold_inserted": stats.gold_inserted,
+        "gold_first": stats.gold_first,
+        "no_negative_context": stats.no_negative_context,
+        "val_documents": sum(1 for s in splits.values() if s == "val"),
+        "train_documents": sum(1 for s in splits.values() if s == "train"),
+    }
+    meta_path.write_text(json.dumps(meta, ensure_ascii=False, indent=1), "utf-8")
+    return examples, meta
+
+
+def val_sample(examples: list[ReaderExample], n: int, seed: int) -> list[ReaderExample]:
+    """A seeded sample of ``n`` validation examples (all when fewer)."""
+    val = [e for e in examples if e.split == "val"]
+    return random.Random(seed).sample(val, min(n, len(val)))
+
+
+def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[str, Any]:
+    """Run the whole pipeline; returns the manifest (also written to ``OUT/adapter``).
+
+    Raises:
+        ModelError: The base model cannot be resolved or converted.
+        InputError: A bad training or KB file (the message names it).
+        ValueError: No usable example.
+        KeyboardInterrupt: Ctrl-C during training, after the checkpoint is saved.
+    """
+    import peft
+    import torch
+    import transformers
+    from peft import get_peft_model_state_dict
+
+    from kbqa.finetune.base import load_base
+    from kbqa.finetune.evaluate import load_reader, score_reader
+    from kbqa.finetune.train import lora_model, plot_loss, train_reader
+    from kbqa.retrieval.index import peak_rss_mib
+
+    check_inputs(cfg)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    command = command or shlex.join(["kbqa", "finetune", "reader", *sys.argv[1:]])
+    base_path, _ = resolve_model(cfg.base_model)
+    spec = MODELS.get(cfg.base_model)
+    base_sha = spec.sha256 if spec else file_sha256(base_path)
+    model, tokenizer = load_base(base_path, sha256=base_sha)
+    index_dir = ensure_index(cfg, out)
+    examples, data_meta = prepare_examples(cfg, out, tokenizer, index_dir)
+    train = [e for e in examples if e.split == "train"]
+    val = val_sample(examples, cfg.val_examples, cfg.seed)  # validation loss and F1 alike
+    if not train:
+        raise ValueError("no usable training example: do the answers occur in the KB passages?")
+    peft_model = lora_model(model, cfg)
+    result = train_reader(peft_model, tokenizer, train, val, cfg, out)
+    if result.interrupted:
+        raise KeyboardInterrupt(f"training interrupted at step {result.steps}")
+    adapter_dir = out / "adapter"
+    adapter = write_adapter(
+        get_peft_model_state_dict(peft_model), cfg.lora_alpha, base_path, base_sha, adapter_dir
+    )
+    plot_loss(result.log_history, out / "loss.png")
+    reader = load_reader(base_path, adapter, n_ctx=cfg.n_ctx, n_threads=cfg.threads or None)
+    scores = score_reader(reader, val)
+    manifest = {
+        "name": adapter_dir.parent.name,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "kbqa_version": _version(),
+        "base_model": cfg.base_model,
+        "base_gguf": base_path.name,
+        "base_sha256": base_sha,
+        "prompt_style": PROMPT_STYLE,
+        "adapter_sha256": file_sha256(adapter),
+        "adapter_bytes": adapter.stat().st_size,
+        "lora": {
+            "r": cfg.lora_r,
+            "alpha": cfg.lora_alpha,
+            "dropout": cfg.lora_dropout,
+            "targets": list(LORA_TARGETS),
+        },
+        "training_data": {
+            "train": {"file": Path(cfg.train).name, "sha256": file_sha256(Path(cfg.train))},
+            "kb": {"file": Path(cfg.kb).name, "sha256": file_sha256(Path(cfg.kb))},
+            "terms": DATA_TERMS,
+        },
+        "command": command,
+        "seed": cfg.seed,
+        "config": cfg.to_dict(),
+        "examples": {k: v for k, v in data_meta.items() if k != "settings"},
+        "training": {
+            "steps": result.steps,
+            "examples_seen": result.examples_seen,
+            "train_seconds": round(result.train_seconds, 1),
+            "seconds_per_step": round(result.seconds_per_step, 2),
+            "stopped_by_budget": result.stopped_by_budget,
+            "eval_loss": result.eval_loss,
+            "final_train_loss": next(
+                (h["loss"] for h in reversed(result.log_history) if "loss" in h), None
+            ),
+            "peak_rss_mib": round(peak_rss_mib()),
+        },
+        "validation": scores.to_dict(),
+        "versions": {
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "peft": peft.__version__,
+        },
+    }
+    (adapter_dir / MANIFEST_FILE).write_text(
+        json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", "utf-8"
+    )
+    (out / "log_history.json").write_text(json.dumps(result.log_history), "utf-8")
+    return manifest
+
+
+def write_adapter(
+    state: dict[str, Any], alpha: float, base_path: Path, base_sha: str, out: Path
+) -> Path:
+    """Write ``out/adapter.gguf`` from a peft adapter state dict, for the base GGUF at
+    ``base_path`` (its sha256 and the ``tuned`` prompt style go into the GGUF's metadata)."""
+    from kbqa.finetune.export import lora_tensor_pairs, read_gguf_strings, write_lora_gguf
+
+    arch = read_gguf_strings(base_path, ["general.architecture"])["general.architecture"]
+    blocks = int(read_gguf_strings(base_path, [f"{arch}.block_count"])[f"{arch}.block_count"])
+    out.mkdir(parents=True, exist_ok=True)
+    return write_lora_gguf(
+        lora_tensor_pairs(state, arch, blocks),
+        alpha,
+        out / ADAPTER_FILE,
+        arch=arch,
+        metadata={KV_BASE_SHA256: base_sha, KV_PROMPT_STYLE: PROMPT_STYLE},
+    )
+
+
+def export_checkpoint(checkpoint: Path, out: Path, base_model: str = "gemma3-270m") -> Path:
+    """Export a training checkpoint (``OUT/checkpoints/checkpoint-N``) as an adapter directory,
+    with a manifest naming the checkpoint, its step and its training time.
+
+    Raises:
+        InputError: ``checkpoint`` holds no peft adapter.
+    """
+    from safetensors.torch import load_file
+
+    weights, config = checkpoint / "adapter_model.safetensors", checkpoint / "adapter_config.json"
+    if not weights.is_file() or not config.is_file():
+        raise InputError(f"{checkpoint} holds no LoRA adapter (adapter_model.safetensors)")
+    lora_cfg = json.loads(config.read_text("utf-8"))
+    base_path, _ = resolve_model(base_model)
+    spec = MODELS.get(base_model)
+    base_sha = spec.sha256 if spec else file_sha256(base_path)
+    adapter = write_adapter(
+        load_file(str(weights)), lora_cfg["lora_alpha"], base_path, base_sha, out
+    )
+    progress = checkpoint / "progress.json"
+    manifest = {
+        "name": out.name,
+        "base_model": base_model,
+        "base_sha256": base_sha,
+        "prompt_style": PROMPT_STYLE,
+        "checkpoint": str(checkpoint),
+        "lora": {"r": lora_cfg["r"], "alpha": lora_cfg["lora_alpha"]},
+        "training": json.loads(progress.read_text()) if progress.is_file() else {},
+        "adapter_sha256": file_sha256(adapter),
+    }
+    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n", "utf-8")
+    return adapter
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kbqa")
+    except PackageNotFoundError:
+        return "unknown"

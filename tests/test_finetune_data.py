@@ -1,0 +1,190 @@
+"""Reader fine-tuning data: the builder renders what serving renders, negatives abstain, yes/no
+examples come from the evidence; the config names bad values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbqa.context import Context
+from kbqa.evals.datasets import Question
+from kbqa.evals.metrics import answer_in_context
+from kbqa.finetune.config import ReaderConfig, parse_duration
+from kbqa.finetune.data import (
+    ExampleBuilder,
+    TrainingQuestion,
+    build_examples,
+    read_examples,
+    split_by_document,
+    write_examples,
+)
+from kbqa.llm.fake import ScriptedChatModel
+from kbqa.nodes.generate import chunk_passages, generate_answer
+from kbqa.nodes.retrieve import retrieve_records
+from kbqa.prompts import ABSTENTION_PHRASE, prompt_text
+from kbqa.resources import retriever_for
+
+
+class RecordingModel(ScriptedChatModel):
+    """A fake reader with the ``tuned`` prompt style that remembers the prompts it was sent."""
+
+    prompt_style: str = "tuned"
+    prompts: list[str] = []  # noqa: RUF012 (pydantic copies field defaults per instance)
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        self.prompts.append(prompt_text(messages))
+        return super()._generate(messages, stop, run_manager, **kw)
+
+
+def _ctx(index: Path) -> Context:
+    return Context(index_dir=str(index), embedder="fake/hash", web_search="off")
+
+
+QUESTIONS = [
+    TrainingQuestion(
+        Question("q1", "ঢাকা কোন নদীর তীরে অবস্থিত?", ["বুড়িগঙ্গা"], "d1"),
+        "এটি বুড়িগঙ্গা নদীর তীরে অবস্থিত।",
+    ),
+    TrainingQuestion(
+        Question("q2", "রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?", ["১৯১৩"], "d2"),
+        "তিনি ১৯১৩ সালে নোবেল পুরস্কার পান।",
+    ),
+    TrainingQuestion(
+        Question("q3", "Which river does Paris lie on?", ["the Seine"], "d3"),
+        "It lies on the Seine.",
+    ),
+]
+
+
+def test_training_prompt_equals_the_serving_prompt(tiny_index: Path) -> None:
+    ctx = _ctx(tiny_index)
+    model = RecordingModel(model_name="fake/rec", mode="script", script=["x"])
+    builder = ExampleBuilder(ctx, model, seed=0)
+    for tq in QUESTIONS:
+        example = builder.positive(tq.question, "train")
+        assert example is not None
+        records = retrieve_records(tq.question.question, ctx.k, ctx)
+        passages = chunk_passages(retriever_for(ctx).index.chunks, records)
+        model.prompts.clear()
+        generate_answer(
+            model,
+            ctx,
+            tq.question.question,
+            passages,
+            question_type=example.question_type,
+            language=example.language,
+        )
+        assert model.prompts == [example.prompt]
+        assert example.prompt.endswith(f"Question: {tq.question.question}\nAnswer:")
+        assert example.target == tq.question.answers[0]
+
+
+def test_negatives_carry_the_abstention_target_and_lack_the_answer(tiny_index: Path) -> None:
+    ctx = _ctx(tiny_index)
+    builder = ExampleBuilder(ctx, ScriptedChatModel.from_name("fake/abstain"), seed=0)
+    for tq in QUESTIONS:
+        neg = builder.negative(tq.question, "train")
+        assert neg is not None
+        assert neg.kind == "abstain" and neg.target == ABSTENTION_PHRASE and neg.answers == []
+        assert not answer_in_context(
+            tq.question.answers, builder.context_text(neg.context_chunk_ids)
+        )
+        assert neg.context_chunk_ids  # distractors are shown
+
+
+def test_redacted_negatives_keep_the_topic_but_not_the_answer(tiny_index: Path) -> None:
+    builder = ExampleBuilder(_ctx(tiny_index), ScriptedChatModel.from_name("fake/abstain"), seed=0)
+    cut = builder.redacted(QUESTIONS[1].question, "train")
+    assert cut is not None and cut.kind == "abstain" and cut.target == ABSTENTION_PHRASE
+    assert "১৯১৩" not in cut.prompt.split("Question:")[-2]  # the context part
+    assert "কলকাতায় জন্মগ্রহণ করেন" in cut.prompt  # the rest of the passage stays
+
+
+def test_yes_no_examples_from_the_evidence(tiny_index: Path) -> None:
+    builder = ExampleBuilder(_ctx(tiny_index), ScriptedChatModel.from_name("fake/abstain"), seed=1)
+    yes = builder.yes_no(QUESTIONS[1], "train", True, "১৯৭১")
+    no = builder.yes_no(QUESTIONS[1], "train", False, "১৯৭১")
+    assert yes is not None and no is not None
+    assert (yes.kind, yes.target, no.kind, no.target) == ("yes", "হ্যাঁ", "no", "না")
+    assert "১৯১৩" in yes.question and "১৯৭১" in no.question and "১৯১৩" not in no.question
+    assert yes.question.endswith("?") and "কি" in yes.question.split()[-1] + yes.question
+    assert yes.question_type == "yes/no"
+
+
+def test_build_split_and_round_trip(tiny_index: Path, tmp_path: Path) -> None:
+    builder = ExampleBuilder(_ctx(tiny_index), ScriptedChatModel.from_name("fake/abstain"), seed=0)
+    splits = split_by_document(QUESTIONS, 0.34, seed=0)
+    assert sorted(splits.values()) == ["train", "train", "val"]
+    assert split_by_document(QUESTIONS, 0.34, seed=0) == splits
+    examples, stats = build_examples(
+        QUESTIONS, builder, splits=splits, negative_ratio=1.0, yes_no_ratio=1.0, seed=0,
+        progress=False,
+    )  # fmt: skip
+    assert stats.usable == 3
+    kinds = {e.kind for e in examples}
+    assert {"span", "abstain"} <= kinds and kinds & {"yes", "no"}
+    assert {e.split for e in examples if e.doc_id == "d1"} == {splits["d1"]}
+    path = tmp_path / "examples.jsonl"
+    write_examples(path, examples)
+    assert list(read_examples(path)) == examples
+    with pytest.raises(ValueError, match="negative_ratio"):
+        build_examples(QUESTIONS, builder, splits=splits, negative_ratio=2, yes_no_ratio=0, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("2h", 7200), ("15m", 900), ("1h30m", 5400), ("90s", 90), ("45", 45)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("bad", ["", "5x", "h", "-3", "0"])
+def test_bad_durations_are_named(bad: str) -> None:
+    with pytest.raises(ValueError, match="time budget"):
+        parse_duration(bad)
+
+
+def test_config_names_the_bad_field() -> None:
+    with pytest.raises(ValueError, match="negative_ratio must be in"):
+        ReaderConfig(train="t", kb="k", negative_ratio=1.5)
+    with pytest.raises(ValueError, match="max_steps"):
+        ReaderConfig(train="t", kb="k", max_steps=0)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--time-budget", "5x"], "time budget '5x' is not a duration"),
+        (["--negative-ratio", "2"], "negative_ratio must be in [0, 1], got 2.0"),
+        (["--max-steps", "0"], "max_steps must be -1 or positive"),
+    ],
+)
+def test_finetune_cli_names_bad_settings(args: list[str], message: str, tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from typer.testing import CliRunner
+
+    from kbqa.cli import app
+
+    result = CliRunner().invoke(
+        app, ["finetune", "reader", "--train", "t.jsonl", "--kb", "k.jsonl", *args]
+    )
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_finetune_cli_names_a_missing_file(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from typer.testing import CliRunner
+
+    from kbqa.cli import app
+
+    kb = tmp_path / "kb.jsonl"
+    kb.write_text("{}\n")
+    args = ["finetune", "reader", "--train", str(tmp_path / "nope.jsonl"), "--kb", str(kb)]
+    result = CliRunner().invoke(
+        app, [*args, "--out", str(tmp_path / "out"), "--embedder", "fake/hash"]
+    )
+    assert result.exit_code == 2
+    assert "nope.jsonl" in result.output

@@ -1,0 +1,149 @@
+"""Grounded reading: the span constraint masks tokens that leave the context, and snapping
+replaces a free answer by the closest context span."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kbqa.context import Context
+from kbqa.llm.grounding import SpanConstraint, snap_to_span
+from kbqa.prompts import ABSTENTION_PHRASE
+
+TOKENS = {
+    0: "<eos>",
+    1: " ঢাকা",
+    2: " শহর",
+    3: "র",
+    4: " Context",
+    5: "-এ তথ্য নেই",
+    6: " প্যারিস",
+    7: "\n",
+    8: " বড়",
+}
+END = 0
+
+
+def _constraint(context: str = "ঢাকা বড় শহর। ঢাকার নদী") -> SpanConstraint:
+    return SpanConstraint(
+        lambda t: TOKENS[t].encode("utf-8") if t else b"",
+        [context],
+        [ABSTENTION_PHRASE, "হ্যাঁ", "না"],
+        prompt_tokens=2,
+        end_tokens=[END],
+    )
+
+
+def _pick(constraint: SpanConstraint, generated: list[int], prefer: list[int]) -> int:
+    """The greedy choice after masking, with logits ranking ``prefer`` best first."""
+    scores = np.full(len(TOKENS), -10.0, dtype=np.float32)
+    for rank, token in enumerate(prefer):
+        scores[token] = 10.0 - rank
+    out = constraint(np.array([99, 98, *generated]), scores)
+    return int(np.argmax(out))
+
+
+def test_first_token_must_open_a_span_or_a_fixed_answer() -> None:
+    c = _constraint()
+    assert _pick(c, [], [6, 1]) == 1  # " প্যারিস" is not in the context
+    assert _pick(c, [], [4, 6]) == 4  # the abstention phrase is allowed
+    assert c.masked_steps == 1
+
+
+def test_continuation_follows_the_context_bytes() -> None:
+    c = _constraint()
+    assert _pick(c, [1], [2, 8]) == 8  # "ঢাকা শহর" is not in the context, "ঢাকা বড়" is
+    assert _pick(c, [1], [3]) == 3  # "ঢাকার" is (a case ending joins in the context)
+    assert _pick(c, [4], [5]) == 5  # the abstention phrase continues
+
+
+def test_end_is_allowed_only_after_some_answer() -> None:
+    c = _constraint()
+    assert _pick(c, [], [END, 1]) == 1
+    assert _pick(c, [1], [END, 2]) == END
+    assert _pick(c, [1], [7]) == 7  # a line break ends the answer like a stop sequence
+
+
+def test_nothing_in_reach_ends_the_answer() -> None:
+    c = _constraint()
+    assert _pick(c, [1, 8], [6]) == END
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("বুড়িগঙ্গা", "বুড়িগঙ্গা"),  # already in the context
+        ("বুড়িগঙ্গা নদীর তীর", "বুড়িগঙ্গা নদীর তীরে"),  # the context's own span
+        ("the Seine river", "Seine"),  # SQuAD normalisation drops articles
+        ("Tokyo", "Tokyo"),  # nothing close: left alone
+        ("১৯১৩ সালের", "১৯১৩ সালে"),
+    ],
+)
+def test_snap_to_span(answer: str, expected: str) -> None:
+    passages = [
+        "ঢাকা বুড়িগঙ্গা নদীর তীরে অবস্থিত। তিনি ১৯১৩ সালে নোবেল পান।",
+        "Paris lies on the Seine, in France.",
+    ]
+    assert snap_to_span(answer, passages) == expected
+
+
+def test_grounding_setting_is_checked() -> None:
+    assert Context(grounding="snap", web_search="off").grounding == "snap"
+    with pytest.raises(ValueError, match="grounding must be one of off, snap, constrained"):
+        Context(grounding="loose", web_search="off")  # type: ignore[arg-type]
+
+
+def test_constrained_generation_hands_the_passages_to_the_model() -> None:
+    from typing import Any
+
+    from kbqa.llm.fake import ScriptedChatModel
+    from kbqa.nodes.generate import generate_answer
+    from kbqa.prompts import Passage
+
+    seen: list[dict[str, Any]] = []
+
+    class Recording(ScriptedChatModel):
+        prompt_style: str = "tuned"
+
+        def _stream(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> Any:
+            seen.append(kw)
+            return super()._stream(messages, stop, run_manager, **kw)
+
+    model = Recording(model_name="fake/rec", mode="script", script=["ঢাকা"])
+    passages = [(1, Passage("ঢাকা", "ঢাকা বাংলাদেশের রাজধানী।"))]
+    for grounding in ("off", "constrained"):
+        ctx = Context(grounding=grounding, web_search="off")  # type: ignore[arg-type]
+        generate_answer(model, ctx, "রাজধানী কোথায়?", passages, language="bn")
+    assert "grounding" not in seen[0]
+    assert seen[1]["grounding"] == ["ঢাকা বাংলাদেশের রাজধানী।"]
+    assert seen[1]["fixed"] == [ABSTENTION_PHRASE, "হ্যাঁ", "না"]
+
+
+def test_abstention_threshold_decides_the_first_token_only() -> None:
+    from kbqa.llm.grounding import AbstentionThreshold
+
+    # tokens 2 and 3 both start the phrase (" Context", " context"): together p 0.45
+    scores = np.log(np.array([0.05, 0.5, 0.3, 0.15], dtype=np.float64))
+    low = AbstentionThreshold(phrase_tokens=[2, 3], threshold=0.3, prompt_tokens=3)
+    out = low(np.array([7, 7, 7]), scores)
+    assert int(np.argmax(out)) == 2 and np.isinf(out[[0, 1]]).all()  # p >= 0.3: abstain
+    assert low.probability == pytest.approx(0.45)
+    high = AbstentionThreshold(phrase_tokens=[2, 3], threshold=0.5, prompt_tokens=3)
+    out = high(np.array([7, 7, 7]), scores)
+    assert int(np.argmax(out)) == 1 and np.isinf(out[[2, 3]]).all()  # p < 0.5: answer
+    later = high(np.array([7, 7, 7, 1]), scores)  # after the first token nothing changes
+    assert np.array_equal(later, scores)
+
+
+def test_phrase_start_tokens_fold_case_and_skip_short_pieces() -> None:
+    from kbqa.llm.grounding import phrase_start_tokens
+
+    vocab = [" Context", " context", " Cont", "Co", " Chicago", "-এ", " CONTEXT-এ"]
+    assert phrase_start_tokens(lambda t: vocab[t], len(vocab), ABSTENTION_PHRASE) == [0, 1, 2, 6]
+
+
+def test_abstention_threshold_setting_is_checked() -> None:
+    with pytest.raises(ValueError, match="abstention_threshold must be in"):
+        Context(abstention_threshold=1.5, web_search="off")

@@ -1,0 +1,78 @@
+"""Reader adapters: found in a directory or as a file, refused for another base or when malformed
+(offline, no model loaded)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kbqa.errors import ModelError
+from kbqa.finetune.export import write_lora_gguf
+from kbqa.llm import lora
+from kbqa.llm.models import MODELS, resolve_adapter
+
+GEMMA_SHA = MODELS["gemma3-270m"].sha256
+
+
+def _adapter(tmp_path: Path, base_sha: str | None = GEMMA_SHA, name: str = "a") -> Path:
+    rng = np.random.default_rng(0)
+    pairs = {"blk.0.attn_q.weight": (rng.normal(size=(4, 8)), rng.normal(size=(16, 4)))}
+    meta = {lora.KV_PROMPT_STYLE: "tuned"}
+    if base_sha:
+        meta[lora.KV_BASE_SHA256] = base_sha
+    folder = tmp_path / name
+    folder.mkdir()
+    write_lora_gguf(pairs, 8, folder / lora.ADAPTER_FILE, arch="gemma3", metadata=meta)
+    (folder / lora.MANIFEST_FILE).write_text('{"base_model": "gemma3-270m"}')
+    return folder
+
+
+def test_adapter_from_directory_or_file(tmp_path: Path) -> None:
+    folder = _adapter(tmp_path)
+    for spec in (folder, folder / lora.ADAPTER_FILE):
+        found = lora.load_adapter(str(spec))
+        assert found.base_sha256 == GEMMA_SHA
+        assert found.prompt_style == "tuned"
+        assert found.manifest == {"base_model": "gemma3-270m"}
+    path, style = resolve_adapter("gemma3-270m", str(folder))  # type: ignore[misc]
+    assert path == folder / lora.ADAPTER_FILE and style == "tuned"
+
+
+def test_adapter_for_another_base_is_refused(tmp_path: Path) -> None:
+    folder = _adapter(tmp_path, base_sha="f" * 64)
+    with pytest.raises(ModelError, match=r"trained on gemma3-270m \(sha256 ffffffffffff"):
+        resolve_adapter("gemma3-270m", str(folder))
+
+
+def test_malformed_adapters_are_named(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="reader adapter not found"):
+        lora.load_adapter(str(tmp_path / "missing"))
+    no_base = _adapter(tmp_path, base_sha=None, name="nobase")
+    with pytest.raises(ModelError, match="does not say which base"):
+        lora.load_adapter(str(no_base))
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a gguf at all")
+    with pytest.raises(ModelError, match="is not a GGUF file"):
+        lora.load_adapter(str(junk))
+
+
+def test_a_model_gguf_is_not_an_adapter(tmp_path: Path) -> None:
+    import gguf
+
+    path = tmp_path / "model.gguf"
+    writer = gguf.GGUFWriter(str(path), "gemma3")
+    writer.add_type(gguf.GGUFType.MODEL)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 4), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(ModelError, match="not a LoRA adapter"):
+        lora.load_adapter(str(path))
+
+
+def test_plain_models_have_no_adapter() -> None:
+    assert resolve_adapter("gemma3-270m") is None
+    assert MODELS["gemma3-270m-reader"].adapter == "gemma3-270m-reader"

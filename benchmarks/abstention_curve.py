@@ -16,11 +16,9 @@ import random
 from pathlib import Path
 
 from kbqa.finetune.data import read_examples
-from kbqa.finetune.evaluate import abstention_curve, load_reader, score_reader
+from kbqa.finetune.evaluate import THRESHOLDS, abstention_curve, load_reader, score_reader
 from kbqa.llm.lora import ADAPTER_FILE
 from kbqa.llm.models import resolve_model
-
-THRESHOLDS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from kbqa.context import Context
 from kbqa.errors import KBQAError
 from kbqa.evals.datasets import load_questions, select
 from kbqa.evals.metrics import answer_in_context, exact_match, max_over_golds, token_f1
-from kbqa.llm.grounding import snap_to_span
+from kbqa.llm.grounding import DEFAULT_GROUNDING, GROUNDING_MODES, snap_to_span
 from kbqa.llm.models import load_chat_model
 from kbqa.nodes.check_abstention import judge
 from kbqa.nodes.classify import detect_language, question_type
@@ -96,12 +96,18 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--models", default="gemma3-270m,gemma3-270m-reader")
     ap.add_argument("--reader-adapter", default="", help="adapter for the first model")
-    ap.add_argument("--grounding", default="off", choices=["off", "snap", "constrained"])
+    ap.add_argument("--grounding", default=DEFAULT_GROUNDING, choices=GROUNDING_MODES)
     ap.add_argument(
         "--exclude-sample",
         type=int,
         default=0,
         help="leave out the questions of `--sample N --seed 0` (a held-out draw)",
+    )
+    ap.add_argument(
+        "--abstention-threshold",
+        type=float,
+        default=None,
+        help="the first-token abstention rule (default: each reader's own)",
     )
     ap.add_argument("--json", help="write the rows here too")
     args = ap.parse_args()
@@ -129,6 +135,7 @@ def main() -> None:
             index_dir=args.index,
             model=name,
             grounding=args.grounding,
+            abstention_threshold=args.abstention_threshold,
             web_search="off",
             reader_adapter=args.reader_adapter if i == 0 else "",
         )

@@ -3,6 +3,7 @@ examples come from the evidence; the config names bad values."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +141,7 @@ def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("bad", ["", "5x", "h", "-3", "0"])
+@pytest.mark.parametrize("bad", ["", "5x", "h", "-3", "0", "nan", "inf", "1e999"])
 def test_bad_durations_are_named(bad: str) -> None:
     with pytest.raises(ValueError, match="time budget"):
         parse_duration(bad)
@@ -151,6 +152,64 @@ def test_config_names_the_bad_field() -> None:
         ReaderConfig(train="t", kb="k", negative_ratio=1.5)
     with pytest.raises(ValueError, match="max_steps"):
         ReaderConfig(train="t", kb="k", max_steps=0)
+    with pytest.raises(ValueError, match="learning_rate must be a positive finite number"):
+        ReaderConfig(train="t", kb="k", learning_rate=float("inf"))
+    with pytest.raises(ValueError, match="save_minutes must be a positive finite number"):
+        ReaderConfig(train="t", kb="k", save_minutes=float("nan"))
+    with pytest.raises(ValueError, match="threads must be >= 0, got -2"):
+        ReaderConfig(train="t", kb="k", threads=-2)
+    with pytest.raises(ValueError, match="lr_scheduler 'bogus' is not one of"):
+        ReaderConfig(train="t", kb="k", lr_scheduler="bogus")
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    return path
+
+
+def _inputs(tmp_path: Path, doc_id: str = "d1", answerable: bool = True) -> ReaderConfig:
+    kb = _write_jsonl(tmp_path / "kb.jsonl", [
+        {"doc_id": "d1", "title": "ঢাকা", "text": "ঢাকা বুড়িগঙ্গা নদীর তীরে অবস্থিত।"},
+        {"doc_id": "d2", "title": "প্যারিস", "text": "প্যারিস সেন নদীর তীরে।"},
+    ])  # fmt: skip
+    qa = _write_jsonl(tmp_path / "qa.jsonl", [
+        {"qid": "q1", "question": "ঢাকা কোন নদীর তীরে?", "answers": ["বুড়িগঙ্গা"] if answerable
+         else [], "answerable": answerable, "doc_id": doc_id},
+    ])  # fmt: skip
+    return ReaderConfig(train=str(qa), kb=str(kb), out=str(tmp_path / "out"), embedder="fake/hash")
+
+
+def test_inputs_are_checked_before_anything_is_written(tmp_path: Path) -> None:
+    from kbqa.errors import InputError
+    from kbqa.finetune.reader import check_inputs, last_checkpoint
+
+    cfg = _inputs(tmp_path)
+    check_inputs(cfg)  # fine
+    with pytest.raises(InputError, match=r"none of the 1 questions .* names a doc_id"):
+        check_inputs(_inputs(tmp_path, doc_id="nowhere"))
+    with pytest.raises(InputError, match="no answerable question"):
+        check_inputs(_inputs(tmp_path, answerable=False))
+    cfg = _inputs(tmp_path)
+    with pytest.raises(InputError, match="is a directory"):
+        check_inputs(ReaderConfig(**{**cfg.to_dict(), "kb": str(tmp_path)}))
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(InputError, match=r"--out .* is a file"):
+        check_inputs(ReaderConfig(**{**cfg.to_dict(), "out": str(tmp_path / "afile")}))
+    # an earlier run's checkpoints: refused without --resume, before examples are rebuilt
+    (tmp_path / "out" / "checkpoints" / "checkpoint-abc").mkdir(parents=True)
+    assert last_checkpoint(tmp_path / "out") is None  # a stray name is not a checkpoint
+    (tmp_path / "out" / "checkpoints" / "checkpoint-5").mkdir()
+    (tmp_path / "out" / "checkpoints" / "checkpoint-12").mkdir()
+    assert last_checkpoint(tmp_path / "out") == tmp_path / "out" / "checkpoints" / "checkpoint-12"
+    with pytest.raises(InputError, match="checkpoints of an earlier run: add --resume"):
+        check_inputs(cfg)
+    check_inputs(ReaderConfig(**{**cfg.to_dict(), "resume": True}))
+
+
+def test_split_keeps_a_document_on_each_side() -> None:
+    for fraction in (0.01, 0.2, 0.99):
+        splits = split_by_document(QUESTIONS, fraction, seed=0)
+        assert sorted(set(splits.values())) == ["train", "val"], fraction
 
 
 @pytest.mark.parametrize(
@@ -188,3 +247,12 @@ def test_finetune_cli_names_a_missing_file(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "nope.jsonl" in result.output
+
+
+def test_the_serving_threshold_is_the_best_on_validation() -> None:
+    from kbqa.finetune.evaluate import CurvePoint, choose_threshold
+
+    curve = [CurvePoint(t, f1, 0.0, 0.0, 0.0) for t, f1 in ((0.5, 0.40), (0.9, 0.45))]
+    assert choose_threshold(0.43, curve)["abstention_threshold"] == 0.9
+    assert choose_threshold(0.50, curve)["abstention_threshold"] == 0.0  # greedy is best
+    assert choose_threshold(0.43, [])["abstention_threshold"] == 0.0

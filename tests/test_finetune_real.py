@@ -100,6 +100,7 @@ def test_finetune_reader_cli_end_to_end(tmp_path: Path) -> None:
     assert manifest["training"]["steps"] == 5
     assert manifest["base_sha256"] == MODELS["gemma3-270m"].sha256
     assert manifest["examples"]["by_kind"]["train"]["abstain"] > 0
+    assert 0 <= manifest["serving"]["abstention_threshold"] <= 1  # chosen on validation
     assert (out / "loss.png").is_file() and (out / "adapter" / "adapter.gguf").is_file()
     served = load_chat_model("gemma3-270m", 2048, 0, adapter=str(out / "adapter"))
     assert served.prompt_style == "tuned"  # type: ignore[attr-defined]

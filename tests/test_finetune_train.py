@@ -173,3 +173,23 @@ def test_exported_adapter_runs_in_llama_cpp_like_transformers(
     with model.disable_adapter():  # llama.cpp really applied it: without it the two disagree
         without = check_parity(model, tok, path, prompts, lora_path=adapter, n_threads=1)
     assert without.median_abs_logprob_diff > 10 * with_adapter.median_abs_logprob_diff
+
+
+def test_export_names_a_damaged_checkpoint(tmp_path: Path) -> None:
+    from safetensors.torch import save_file
+
+    from kbqa.errors import InputError
+    from kbqa.finetune.reader import export_checkpoint
+
+    ckpt = tmp_path / "checkpoint-3"
+    ckpt.mkdir()
+    (ckpt / "adapter_model.safetensors").write_bytes(b"junk")
+    (ckpt / "adapter_config.json").write_text('{"r": 4, "lora_alpha": 8}')
+    with pytest.raises(InputError, match="not a readable safetensors file"):
+        export_checkpoint(ckpt, tmp_path / "out")
+    save_file({"x": torch.zeros(2)}, str(ckpt / "adapter_model.safetensors"))
+    for config in ("{not json", '{"r": 4}', "[1]"):
+        (ckpt / "adapter_config.json").write_text(config)
+        with pytest.raises(InputError, match="not a peft LoRA config with r and lora_alpha"):
+            export_checkpoint(ckpt, tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing left behind

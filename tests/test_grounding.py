@@ -3,12 +3,17 @@ replaces a free answer by the closest context span."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
+from pydantic import Field
 
 from kbqa.context import Context
+from kbqa.llm.fake import ScriptedChatModel
 from kbqa.llm.grounding import SpanConstraint, snap_to_span
-from kbqa.prompts import ABSTENTION_PHRASE
+from kbqa.nodes.generate import generate_answer
+from kbqa.prompts import ABSTENTION_PHRASE, Passage
 
 TOKENS = {
     0: "<eos>",
@@ -93,25 +98,21 @@ def test_grounding_setting_is_checked() -> None:
         Context(grounding="loose", web_search="off")  # type: ignore[arg-type]
 
 
+class Recording(ScriptedChatModel):
+    """A scripted tuned-style reader that records the keywords of every call."""
+
+    prompt_style: str = "tuned"
+    reader_abstention_threshold: float = 0.0
+    seen: list[dict[str, Any]] = Field(default_factory=list)
+
+    def _stream(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        self.seen.append(kw)
+        return super()._stream(messages, stop, run_manager, **kw)
+
+
 def test_constrained_generation_hands_the_passages_to_the_model() -> None:
-    from typing import Any
-
-    from kbqa.llm.fake import ScriptedChatModel
-    from kbqa.nodes.generate import generate_answer
-    from kbqa.prompts import Passage
-
-    seen: list[dict[str, Any]] = []
-
-    class Recording(ScriptedChatModel):
-        prompt_style: str = "tuned"
-
-        def _stream(
-            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
-        ) -> Any:
-            seen.append(kw)
-            return super()._stream(messages, stop, run_manager, **kw)
-
     model = Recording(model_name="fake/rec", mode="script", script=["ঢাকা"])
+    seen = model.seen
     passages = [(1, Passage("ঢাকা", "ঢাকা বাংলাদেশের রাজধানী।"))]
     for grounding in ("off", "constrained"):
         ctx = Context(grounding=grounding, web_search="off")  # type: ignore[arg-type]
@@ -147,3 +148,19 @@ def test_phrase_start_tokens_fold_case_and_skip_short_pieces() -> None:
 def test_abstention_threshold_setting_is_checked() -> None:
     with pytest.raises(ValueError, match="abstention_threshold must be in"):
         Context(abstention_threshold=1.5, web_search="off")
+
+
+def test_the_readers_own_threshold_applies_unless_the_context_sets_one() -> None:
+    model = Recording(
+        model_name="fake/rec", mode="script", script=["ঢাকা"],
+        reader_abstention_threshold=0.4,
+    )  # fmt: skip
+    seen = model.seen
+    passages = [(1, Passage("ঢাকা", "ঢাকা বাংলাদেশের রাজধানী।"))]
+    for threshold in (None, 0.7, 0.0):
+        ctx = Context(abstention_threshold=threshold, web_search="off")
+        generate_answer(model, ctx, "রাজধানী কোথায়?", passages, language="bn")
+    assert seen[0]["abstention_threshold"] == 0.4  # the reader's own
+    assert seen[0]["abstention_phrase"] == ABSTENTION_PHRASE
+    assert seen[1]["abstention_threshold"] == 0.7  # the context overrides it
+    assert "abstention_threshold" not in seen[2]  # 0: plain greedy decoding

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,8 @@ GEMMA_SHA = MODELS["gemma3-270m"].sha256
 
 def _adapter(tmp_path: Path, base_sha: str | None = GEMMA_SHA, name: str = "a") -> Path:
     rng = np.random.default_rng(0)
-    pairs = {"blk.0.attn_q.weight": (rng.normal(size=(4, 8)), rng.normal(size=(16, 4)))}
+    # shapes of Gemma 3 270M's attn_q (out 1024, in 640), in torch order: A (r, in), B (out, r)
+    pairs = {"blk.0.attn_q.weight": (rng.normal(size=(4, 640)), rng.normal(size=(1024, 4)))}
     meta = {lora.KV_PROMPT_STYLE: "tuned"}
     if base_sha:
         meta[lora.KV_BASE_SHA256] = base_sha
@@ -76,3 +78,50 @@ def test_a_model_gguf_is_not_an_adapter(tmp_path: Path) -> None:
 def test_plain_models_have_no_adapter() -> None:
     assert resolve_adapter("gemma3-270m") is None
     assert MODELS["gemma3-270m-reader"].adapter == "gemma3-270m-reader"
+
+
+def test_serving_threshold_comes_from_the_manifest(tmp_path: Path) -> None:
+    from kbqa.llm.models import serving_threshold
+
+    folder = _adapter(tmp_path)
+    assert serving_threshold(folder / lora.ADAPTER_FILE) == 0.0  # none chosen: plain greedy
+    for value, name in ((0.35, "chosen"), ("high", "text"), (1.5, "range"), (True, "bool")):
+        folder = _adapter(tmp_path, name=name)
+        manifest = {"base_model": "gemma3-270m", "serving": {"abstention_threshold": value}}
+        (folder / lora.MANIFEST_FILE).write_text(json.dumps(manifest))
+        if value == 0.35:
+            assert serving_threshold(folder / lora.ADAPTER_FILE) == 0.35
+        else:
+            with pytest.raises(ModelError, match=r"serving\.abstention_threshold"):
+                serving_threshold(folder / lora.ADAPTER_FILE)
+
+
+def _base_gguf(path: Path) -> Path:
+    import gguf
+
+    writer = gguf.GGUFWriter(str(path), "gemma3")
+    writer.add_tensor("blk.0.attn_q.weight", np.zeros((1024, 640), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_adapter_tensors_must_fit_the_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "cache"))
+    base = _base_gguf(tmp_path / "base.gguf")
+    good = _adapter(tmp_path) / lora.ADAPTER_FILE
+    lora.check_adapter_tensors(good, base)  # fits
+    assert (tmp_path / "cache" / "tensor-shapes").is_dir()  # the base's shapes are cached
+    rng = np.random.default_rng(0)
+    cases = {
+        "blk.0.attn_q.weight": (rng.normal(size=(4, 999)), rng.normal(size=(1024, 4))),
+        "blk.0.nonexistent.weight": (rng.normal(size=(4, 640)), rng.normal(size=(1024, 4))),
+    }
+    for i, (name, pair) in enumerate(cases.items()):
+        bad = tmp_path / f"bad{i}.gguf"
+        write_lora_gguf({name: pair}, 8, bad, arch="gemma3", metadata={})
+        # llama.cpp crashes the process on such an adapter: it must be refused before
+        with pytest.raises(ModelError, match=r"is \(640, 1024\)|adapts no tensor"):
+            lora.check_adapter_tensors(bad, base)

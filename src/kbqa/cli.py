@@ -17,6 +17,7 @@ from typer.core import TyperGroup
 
 from kbqa.errors import KBQAError, ModelError
 from kbqa.finetune.cli import finetune_app
+from kbqa.llm.grounding import DEFAULT_GROUNDING
 from kbqa.llm.models import DEFAULT_MODEL, MODELS
 
 if TYPE_CHECKING:
@@ -319,10 +320,13 @@ AdapterOpt = Annotated[
     ),
 ]
 ThresholdOpt = Annotated[
-    float,
+    float | None,
     typer.Option(
         help="At the first answer token, abstain when the reader's probability of starting the "
-        "abstention phrase is at least this, else mask that start (0: plain greedy decoding)."
+        "abstention phrase is at least this, else mask that start (0: plain greedy decoding; "
+        "default: the reader's own, from its adapter manifest, else 0).",
+        min=0.0,
+        max=1.0,
     ),
 ]
 GroundingOpt = Annotated[
@@ -343,8 +347,8 @@ def _stages(
     web_timeout: float,
     max_retries: int = 1,
     reader_adapter: str = "",
-    grounding: str = "off",
-    abstention_threshold: float = 0.0,
+    grounding: str = DEFAULT_GROUNDING,
+    abstention_threshold: float | None = None,
 ) -> dict[str, object]:
     return {
         "reader_adapter": reader_adapter,
@@ -381,8 +385,8 @@ def ask(
     web_timeout: WebTimeoutOpt = 5.0,
     max_retries: RetriesOpt = 1,
     reader_adapter: AdapterOpt = "",
-    grounding: GroundingOpt = "off",
-    abstention_threshold: ThresholdOpt = 0.0,
+    grounding: GroundingOpt = DEFAULT_GROUNDING,
+    abstention_threshold: ThresholdOpt = None,
 ) -> None:
     """Answer one question from an index, with sources and the route taken."""
     from kbqa.evals.tracing import flush_traces
@@ -529,8 +533,8 @@ def eval_run(
     web_timeout: WebTimeoutOpt = 5.0,
     max_retries: RetriesOpt = 1,
     reader_adapter: AdapterOpt = "",
-    grounding: GroundingOpt = "off",
-    abstention_threshold: ThresholdOpt = 0.0,
+    grounding: GroundingOpt = DEFAULT_GROUNDING,
+    abstention_threshold: ThresholdOpt = None,
 ) -> None:
     """Score the graph on a question file: EM, F1, containment, abstention, recall@k,
     answer-in-context, trajectory, stage attribution; resumable; report with plots."""
@@ -613,9 +617,9 @@ def eval_run(
                 str(max_retries),
                 "--grounding",
                 grounding,
-                "--abstention-threshold",
-                str(abstention_threshold),
             ]
+            if abstention_threshold is not None:
+                shared += ["--abstention-threshold", str(abstention_threshold)]
             if reader_adapter:
                 _fail("--reader-adapter applies to one model; not with --models")
             Path(run_dir).mkdir(parents=True, exist_ok=True)

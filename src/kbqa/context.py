@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
-from kbqa.llm.grounding import GROUNDING_MODES
+from kbqa.llm.grounding import DEFAULT_GROUNDING, GROUNDING_MODES
 from kbqa.llm.models import DEFAULT_MODEL, MODELS
 from kbqa.prompts import ABSTENTION_PHRASE
 from kbqa.retrieval.embedders import DEFAULT_EMBEDDER
@@ -47,18 +47,19 @@ class Context:
         },
     )
     grounding: Literal["off", "snap", "constrained"] = field(
-        default="off",
+        default=DEFAULT_GROUNDING,
         metadata={
             "description": "Keep answers inside the context: snap (free decoding, then the "
             "closest context span), constrained (decoding masked to context spans) or off."
         },
     )
-    abstention_threshold: float = field(
-        default=0.0,
+    abstention_threshold: float | None = field(
+        default=None,
         metadata={
             "description": "At the answer's first token, abstain when the reader's probability "
             "of starting the abstention phrase is at least this, else mask that start (0 = "
-            "plain greedy decoding)."
+            "plain greedy decoding; None = the reader's own: its adapter manifest's "
+            "serving.abstention_threshold, else 0)."
         },
     )
     embedder: str = field(
@@ -178,7 +179,7 @@ class Context:
                 f"fusion weights must be >= 0 and not both 0, got bm25_weight={self.bm25_weight}, "
                 f"dense_weight={self.dense_weight}"
             )
-        if not 0 <= self.abstention_threshold <= 1:
+        if self.abstention_threshold is not None and not 0 <= self.abstention_threshold <= 1:
             raise ValueError(
                 f"abstention_threshold must be in [0, 1], got {self.abstention_threshold!r}"
             )

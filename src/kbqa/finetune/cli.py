@@ -75,6 +75,12 @@ def _report(m: dict[str, Any], out: str) -> None:
     typer.echo(f"loss           train {tr['final_train_loss']}, validation {tr['eval_loss']}")
     kinds = ", ".join(f"{k} {v['f1']:.3f} (n={v['n']})" for k, v in val["by_kind"].items())
     typer.echo(f"validation F1  {val['f1']:.3f} over {val['n']}: {kinds}")
+    serving = m.get("serving", {})
+    if serving:
+        typer.echo(
+            f"serving        abstention threshold {serving['abstention_threshold']}: "
+            f"{serving['why']}"
+        )
     typer.echo(f"serve it with  kbqa ask ... --reader-adapter {out}/adapter")
 
 

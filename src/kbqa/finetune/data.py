@@ -183,6 +183,8 @@ def split_by_document(
     docs = sorted({q.question.doc_id or q.question.qid for q in questions})
     random.Random(seed).shuffle(docs)
     n_val = round(len(docs) * val_fraction)
+    if len(docs) >= 2 and val_fraction > 0:  # keep one document on each side
+        n_val = min(max(n_val, 1), len(docs) - 1)
     return {d: ("val" if i < n_val else "train") for i, d in enumerate(docs)}
 
 

@@ -125,6 +125,30 @@ def load_reader(
     )
 
 
+THRESHOLDS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+"""Abstention thresholds scored for a tuned reader (``benchmarks/abstention_curve.py``, and
+``kbqa finetune reader`` to choose its adapter's serving threshold)."""
+
+
+def choose_threshold(greedy_f1: float, curve: Sequence[CurvePoint]) -> dict[str, Any]:
+    """The serving choice for an adapter manifest: the threshold of the best validation F1
+    (0, greedy decoding, unless a threshold beats it).
+
+    Returns:
+        ``{"abstention_threshold": t, "why": ..., "greedy_f1": f1, "curve": [{"threshold",
+        "f1"}, ...]}``.
+    """
+    best = max(curve, key=lambda p: p.f1, default=None)
+    threshold = best.threshold if best is not None and best.f1 > greedy_f1 else 0.0
+    f1 = best.f1 if best is not None and threshold else greedy_f1
+    return {
+        "abstention_threshold": threshold,
+        "why": f"best F1 on the run's validation examples: {f1:.3f} (greedy {greedy_f1:.3f})",
+        "greedy_f1": round(greedy_f1, 4),
+        "curve": [{"threshold": p.threshold, "f1": round(p.f1, 4)} for p in curve],
+    }
+
+
 @dataclass
 class CurvePoint:
     """Scores at one abstention threshold (see :func:`abstention_curve`)."""

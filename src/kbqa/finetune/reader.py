@@ -49,19 +49,64 @@ DATA_TERMS = (
 
 
 def check_inputs(cfg: ReaderConfig) -> None:
-    """Fail before any model loads on inputs that cannot work.
+    """Fail before any model loads, and before anything in ``--out`` is written, on inputs that
+    cannot work.
 
     Raises:
-        InputError: A missing or malformed question file (file and line named), a missing
-            knowledge base, or an ``--index`` that is not a kbqa index.
+        InputError: A missing or malformed question file (file and line named); a knowledge
+            base that is missing, a directory or malformed; no question whose ``doc_id`` is in
+            the knowledge base, or none answerable; an ``--index`` that is not a kbqa index or
+            was built from another knowledge base; ``--out`` that is a file, or that holds
+            checkpoints of an earlier run without ``--resume``.
         ModelError: An unknown base model.
     """
-    load_training_questions(Path(cfg.train))
-    if not Path(cfg.kb).is_file():
-        raise InputError(f"knowledge base not found: {cfg.kb}")
-    if cfg.index and not is_index_dir(Path(cfg.index)):
-        raise InputError(f"--index {cfg.index} is not a kbqa index (build it with kbqa index)")
+    from kbqa.corpus.loaders import load_documents
+
+    questions = load_training_questions(Path(cfg.train))
+    kb, out = Path(cfg.kb), Path(cfg.out)
+    if kb.is_dir():
+        raise InputError(f"--kb {kb} is a directory: give the knowledge base's JSON Lines file")
+    if not kb.is_file():
+        raise InputError(f"knowledge base not found: {kb}")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file, not a directory")
+    if cfg.index:
+        index = Path(cfg.index)
+        if not is_index_dir(index):
+            raise InputError(f"--index {index} is not a kbqa index (build it with kbqa index)")
+        built = json.loads((index / "manifest.json").read_text("utf-8")).get("source_sha256")
+        if built and built != source_sha256(kb):
+            raise InputError(f"--index {index} was built from another knowledge base than {kb}")
+    doc_ids = {d.doc_id for d in load_documents(kb, skip_bad_lines=cfg.skip_bad_lines)}
+    missing = [q.question for q in questions if q.question.doc_id not in doc_ids]
+    if len(missing) == len(questions):
+        raise InputError(
+            f"none of the {len(questions)} questions of {cfg.train} names a doc_id of {kb} "
+            f"(first: {missing[0].qid} -> {missing[0].doc_id!r})"
+        )
+    if missing:
+        log.warning("%d of %d questions name a doc_id not in %s: they are skipped",
+                    len(missing), len(questions), kb)  # fmt: skip
+    if not any(q.question.answerable and q.question.answers for q in questions):
+        raise InputError(f"{cfg.train} has no answerable question to learn from")
+    checkpoints = last_checkpoint(out)
+    if checkpoints is not None and not cfg.resume:
+        raise InputError(
+            f"{out / 'checkpoints'} holds checkpoints of an earlier run: add --resume to continue "
+            "it, or write to another --out"
+        )
+    if cfg.resume and checkpoints is None:
+        log.warning("--resume: no checkpoint in %s; training starts from the beginning",
+                    out / "checkpoints")  # fmt: skip
     resolve_model(cfg.base_model)
+
+
+def last_checkpoint(out: Path) -> Path | None:
+    """The checkpoint with the highest step in ``out/checkpoints`` (``checkpoint-N``), if any;
+    other names there are ignored."""
+    found = [p for p in (out / "checkpoints").glob("checkpoint-*")
+             if p.is_dir() and p.name.split("-", 1)[1].isdigit()]  # fmt: skip
+    return max(found, key=lambda p: int(p.name.split("-", 1)[1])) if found else None
 
 
 def ensure_index(cfg: ReaderConfig, out: Path) -> Path:
@@ -80,7 +125,10 @@ def ensure_index(cfg: ReaderConfig, out: Path) -> Path:
 
         log.warning("indexing the training knowledge base %s into %s", cfg.kb, target)
         build_index(
-            load_documents(Path(cfg.kb)), target, load_embedder(cfg.embedder), source=cfg.kb
+            load_documents(Path(cfg.kb), skip_bad_lines=cfg.skip_bad_lines),
+            target,
+            load_embedder(cfg.embedder),
+            source=cfg.kb,
         )
     return target
 
@@ -106,6 +154,13 @@ def prepare_examples(
         meta = json.loads(meta_path.read_text("utf-8"))
         if meta.get("settings") == settings:
             return list(read_examples(path)), meta
+        if cfg.resume and last_checkpoint(out) is not None:
+            changed = sorted(k for k, v in settings.items() if meta.get("settings", {}).get(k) != v)
+            raise InputError(
+                f"--resume: the examples of {out} were built with other settings "
+                f"({', '.join(changed)} changed); resuming would train the checkpoint on other "
+                "examples and another split. Write to a new --out instead"
+            )
     questions = load_training_questions(Path(cfg.train))
     if cfg.max_questions:
         questions = random.Random(cfg.seed).sample(
@@ -121,6 +176,11 @@ def prepare_examples(
     )
     builder = ExampleBuilder(ctx, TokenizerCounter(tokenizer, PROMPT_STYLE), seed=cfg.seed)
     splits = split_by_document(questions, cfg.val_fraction, cfg.seed)
+    if "val" not in splits.values() or "train" not in splits.values():
+        raise InputError(
+            f"{len(splits)} document(s) cannot be split into training and validation "
+            f"(--val-fraction {cfg.val_fraction}): at least 2 are needed"
+        )
     started = time.perf_counter()
     examples, stats = build_examples(
         questions,
@@ -177,14 +237,20 @@ def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[s
     from peft import get_peft_model_state_dict
 
     from kbqa.finetune.base import load_base
-    from kbqa.finetune.evaluate import load_reader, score_reader
+    from kbqa.finetune.evaluate import (
+        THRESHOLDS,
+        abstention_curve,
+        choose_threshold,
+        load_reader,
+        score_reader,
+    )
     from kbqa.finetune.train import lora_model, plot_loss, train_reader
     from kbqa.retrieval.index import peak_rss_mib
 
     check_inputs(cfg)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    command = command or shlex.join(["kbqa", "finetune", "reader", *sys.argv[1:]])
+    command = command or shlex.join(["kbqa", *sys.argv[1:]])  # argv: kbqa finetune reader ...
     base_path, _ = resolve_model(cfg.base_model)
     spec = MODELS.get(cfg.base_model)
     base_sha = spec.sha256 if spec else file_sha256(base_path)
@@ -194,7 +260,11 @@ def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[s
     train = [e for e in examples if e.split == "train"]
     val = val_sample(examples, cfg.val_examples, cfg.seed)  # validation loss and F1 alike
     if not train:
-        raise ValueError("no usable training example: do the answers occur in the KB passages?")
+        raise ValueError(
+            f"no usable training example: {data_meta['usable']} of {data_meta['questions']} "
+            "questions gave one, none in the training documents (an answer must occur verbatim "
+            "in its document's passages)"
+        )
     peft_model = lora_model(model, cfg)
     result = train_reader(peft_model, tokenizer, train, val, cfg, out)
     if result.interrupted:
@@ -206,6 +276,7 @@ def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[s
     plot_loss(result.log_history, out / "loss.png")
     reader = load_reader(base_path, adapter, n_ctx=cfg.n_ctx, n_threads=cfg.threads or None)
     scores = score_reader(reader, val)
+    serving = choose_threshold(scores.f1, abstention_curve(reader, val, THRESHOLDS))
     manifest = {
         "name": adapter_dir.parent.name,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -244,6 +315,7 @@ def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[s
             "peak_rss_mib": round(peak_rss_mib()),
         },
         "validation": scores.to_dict(),
+        "serving": serving,
         "versions": {
             "torch": torch.__version__,
             "transformers": transformers.__version__,
@@ -261,19 +333,35 @@ def write_adapter(
     state: dict[str, Any], alpha: float, base_path: Path, base_sha: str, out: Path
 ) -> Path:
     """Write ``out/adapter.gguf`` from a peft adapter state dict, for the base GGUF at
-    ``base_path`` (its sha256 and the ``tuned`` prompt style go into the GGUF's metadata)."""
+    ``base_path`` (its sha256 and the ``tuned`` prompt style go into the GGUF's metadata).
+
+    Raises:
+        InputError: The state dict is not a LoRA adapter of this base (names or shapes that
+            do not fit; llama.cpp would crash on it). Nothing is left in ``out`` then.
+    """
+    from kbqa.errors import ModelError
     from kbqa.finetune.export import lora_tensor_pairs, read_gguf_strings, write_lora_gguf
+    from kbqa.llm.lora import check_adapter_tensors
 
     arch = read_gguf_strings(base_path, ["general.architecture"])["general.architecture"]
     blocks = int(read_gguf_strings(base_path, [f"{arch}.block_count"])[f"{arch}.block_count"])
+    try:
+        pairs = lora_tensor_pairs(state, arch, blocks)
+    except ValueError as exc:
+        raise InputError(f"not a LoRA adapter of {base_path.name}: {exc}") from None
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    return write_lora_gguf(
-        lora_tensor_pairs(state, arch, blocks),
-        alpha,
-        out / ADAPTER_FILE,
-        arch=arch,
-        metadata={KV_BASE_SHA256: base_sha, KV_PROMPT_STYLE: PROMPT_STYLE},
-    )
+    staged = out / f".{ADAPTER_FILE}.staged"
+    meta = {KV_BASE_SHA256: base_sha, KV_PROMPT_STYLE: PROMPT_STYLE}
+    write_lora_gguf(pairs, alpha, staged, arch=arch, metadata=meta)
+    try:
+        check_adapter_tensors(staged, base_path)
+    except ModelError as exc:
+        staged.unlink()
+        if created:
+            out.rmdir()
+        raise InputError(f"not a LoRA adapter of {base_path.name}: {exc}") from None
+    return staged.replace(out / ADAPTER_FILE)
 
 
 def export_checkpoint(checkpoint: Path, out: Path, base_model: str = "gemma3-270m") -> Path:
@@ -283,18 +371,29 @@ def export_checkpoint(checkpoint: Path, out: Path, base_model: str = "gemma3-270
     Raises:
         InputError: ``checkpoint`` holds no peft adapter.
     """
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     weights, config = checkpoint / "adapter_model.safetensors", checkpoint / "adapter_config.json"
     if not weights.is_file() or not config.is_file():
         raise InputError(f"{checkpoint} holds no LoRA adapter (adapter_model.safetensors)")
-    lora_cfg = json.loads(config.read_text("utf-8"))
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file, not a directory")
+    try:
+        lora_cfg = json.loads(config.read_text("utf-8"))
+        alpha, rank = float(lora_cfg["lora_alpha"]), int(lora_cfg["r"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(
+            f"{config} is not a peft LoRA config with r and lora_alpha ({exc!r})"
+        ) from None
+    try:
+        state = load_file(str(weights))
+    except SafetensorError as exc:
+        raise InputError(f"{weights} is not a readable safetensors file: {exc}") from None
     base_path, _ = resolve_model(base_model)
     spec = MODELS.get(base_model)
     base_sha = spec.sha256 if spec else file_sha256(base_path)
-    adapter = write_adapter(
-        load_file(str(weights)), lora_cfg["lora_alpha"], base_path, base_sha, out
-    )
+    adapter = write_adapter(state, alpha, base_path, base_sha, out)
     progress = checkpoint / "progress.json"
     manifest = {
         "name": out.name,
@@ -302,7 +401,7 @@ def export_checkpoint(checkpoint: Path, out: Path, base_model: str = "gemma3-270
         "base_sha256": base_sha,
         "prompt_style": PROMPT_STYLE,
         "checkpoint": str(checkpoint),
-        "lora": {"r": lora_cfg["r"], "alpha": lora_cfg["lora_alpha"]},
+        "lora": {"r": rank, "alpha": alpha},
         "training": json.loads(progress.read_text()) if progress.is_file() else {},
         "adapter_sha256": file_sha256(adapter),
     }

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbqa.finetune.config import LORA_TARGETS, ReaderConfig
 from kbqa.finetune.data import ReaderExample
+from kbqa.finetune.reader import last_checkpoint
 
 if TYPE_CHECKING:
     import torch
@@ -210,8 +211,9 @@ def _trainer_classes() -> tuple[type, type]:
                 left = min(left, max(0.0, self.budget - self.elapsed()))
             if self.bar is not None:
                 self.bar.update(1)
+                loss = "-" if math.isnan(self.loss) else f"{self.loss:.3f}"  # none logged yet
                 self.bar.set_postfix_str(
-                    f"loss {self.loss:.3f}  {per_step:.1f} s/step  left {left / 60:.0f} min"
+                    f"loss {loss}  {per_step:.1f} s/step  left {left / 60:.0f} min"
                 )
             if self.budget is not None and self.elapsed() >= self.budget:
                 self.stopped_by_budget = True
@@ -292,7 +294,7 @@ def train_reader(
     val = [f for f in val if len(f["input_ids"]) <= cfg.n_ctx]
     if not train:
         raise ValueError(f"no training example fits n_ctx={cfg.n_ctx}")
-    last = _last_checkpoint(out)
+    last = last_checkpoint(out)
     if last is not None and not cfg.resume:
         raise ValueError(
             f"{out / 'checkpoints'} holds checkpoints of an earlier run: add --resume to continue "
@@ -353,12 +355,13 @@ def train_reader(
         signal.signal(signal.SIGINT, previous)
     steps = trainer.state.global_step
     session = time.monotonic() - session_start
+    trained = budget.elapsed()  # before the validation pass
     eval_loss = None
     if val and not budget.interrupted:
         eval_loss = float(trainer.evaluate()["eval_loss"])
     return TrainResult(
         steps=steps,
-        train_seconds=budget.elapsed(),
+        train_seconds=trained,
         seconds_per_step=session / max(steps - first_step, 1),
         examples_seen=steps * cfg.batch_size * cfg.grad_accum,
         interrupted=budget.interrupted,
@@ -366,12 +369,6 @@ def train_reader(
         eval_loss=eval_loss,
         log_history=list(trainer.state.log_history),
     )
-
-
-def _last_checkpoint(out: Path) -> Path | None:
-    """The checkpoint with the highest step in ``out/checkpoints``, if any."""
-    found = list((out / "checkpoints").glob("checkpoint-*"))
-    return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
 
 
 def plot_loss(log_history: Sequence[dict[str, Any]], path: Path) -> None:

@@ -71,6 +71,9 @@ class LlamaCppChatModel(BaseChatModel):
     n_ctx: int = 4096
     max_tokens: int = 48
     adapter: str = ""
+    reader_abstention_threshold: float = 0.0
+    """The reader's own first-token abstention threshold (its adapter manifest's ``serving``
+    section); a call's ``abstention_threshold=`` keyword overrides it."""
 
     _llama: Any = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -88,6 +91,7 @@ class LlamaCppChatModel(BaseChatModel):
         n_ctx: int = 4096,
         n_threads: int | None = None,
         lora_path: str | Path | None = None,
+        abstention_threshold: float = 0.0,
     ) -> LlamaCppChatModel:
         """Load a GGUF file with llama.cpp, with a LoRA adapter GGUF applied when given.
 
@@ -124,6 +128,7 @@ class LlamaCppChatModel(BaseChatModel):
             prompt_style=prompt_style,
             n_ctx=n_ctx,
             adapter=str(lora_path or ""),
+            reader_abstention_threshold=abstention_threshold,
         )
         model._llama = llama
         return model

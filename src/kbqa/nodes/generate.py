@@ -80,9 +80,12 @@ def generate_answer(
             "grounding": [passages[i][1].text for i in kept],
             "fixed": [ctx.abstention_phrase, *YES_NO_WORDS[language if language == "bn" else "en"]],
         }
-    if ctx.abstention_threshold and plain and ctx.abstention_phrase:
+    threshold = ctx.abstention_threshold
+    if threshold is None:  # the reader's own (a tuned reader's manifest chooses it)
+        threshold = float(getattr(model, "reader_abstention_threshold", 0.0))
+    if threshold and plain and ctx.abstention_phrase:
         extra |= {
-            "abstention_threshold": ctx.abstention_threshold,
+            "abstention_threshold": threshold,
             "abstention_phrase": ctx.abstention_phrase,
         }
     raw = stream_until_abstention(

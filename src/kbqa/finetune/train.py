@@ -294,12 +294,7 @@ def train_reader(
     val = [f for f in val if len(f["input_ids"]) <= cfg.n_ctx]
     if not train:
         raise ValueError(f"no training example fits n_ctx={cfg.n_ctx}")
-    last = last_checkpoint(out)
-    if last is not None and not cfg.resume:
-        raise ValueError(
-            f"{out / 'checkpoints'} holds checkpoints of an earlier run: add --resume to continue "
-            "it, or write to another --out"
-        )
+    last = last_checkpoint(out)  # an earlier run without --resume is refused by check_inputs
     elapsed = 0.0
     if cfg.resume and last is not None and (last / PROGRESS_FILE).is_file():
         elapsed = float(json.loads((last / PROGRESS_FILE).read_text())["elapsed_seconds"])

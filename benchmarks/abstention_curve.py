@@ -6,7 +6,7 @@ as unanswerable). Prints F1 and abstention rates per threshold; asserts nothing.
 
 At threshold t the reader abstains exactly when its probability of the abstention phrase's
 first token is at least t (``--abstention-threshold``; 0 is plain greedy decoding, shown
-first for reference).
+first for reference), and the threshold :func:`kbqa.finetune.evaluate.choose_threshold` picks.
 """
 
 from __future__ import annotations
@@ -16,7 +16,13 @@ import random
 from pathlib import Path
 
 from kbqa.finetune.data import read_examples
-from kbqa.finetune.evaluate import THRESHOLDS, abstention_curve, load_reader, score_reader
+from kbqa.finetune.evaluate import (
+    THRESHOLDS,
+    abstention_curve,
+    choose_threshold,
+    load_reader,
+    score_reader,
+)
 from kbqa.llm.lora import ADAPTER_FILE
 from kbqa.llm.models import resolve_model
 
@@ -42,9 +48,12 @@ def main() -> None:
     abst_ans = sum(v["abstained"] * v["n"] for v in answerable) / max(1, n_ans)
     print(f"| greedy | {greedy.f1:.3f} | {kinds.get('span', {}).get('f1', 0):.3f} | "
           f"{abst_ans:.3f} | {kinds.get('abstain', {}).get('abstained', 0):.3f} |")  # fmt: skip
-    for p in abstention_curve(reader, val, THRESHOLDS):
+    curve = abstention_curve(reader, val, THRESHOLDS)
+    for p in curve:
         print(f"| {p.threshold} | {p.f1:.3f} | {p.span_f1:.3f} | {p.abstained_answerable:.3f} | "
               f"{p.abstained_unanswerable:.3f} |", flush=True)  # fmt: skip
+    chosen = choose_threshold(greedy.f1, curve)
+    print(f"\nchosen: {chosen['abstention_threshold']} ({chosen['why']})")
 
 
 if __name__ == "__main__":

@@ -249,10 +249,27 @@ def test_finetune_cli_names_a_missing_file(tmp_path: Path) -> None:
     assert "nope.jsonl" in result.output
 
 
-def test_the_serving_threshold_is_the_best_on_validation() -> None:
+def test_the_serving_threshold_is_the_best_answerable_f1_that_still_abstains() -> None:
     from kbqa.finetune.evaluate import CurvePoint, choose_threshold
 
-    curve = [CurvePoint(t, f1, 0.0, 0.0, 0.0) for t, f1 in ((0.5, 0.40), (0.9, 0.45))]
-    assert choose_threshold(0.43, curve)["abstention_threshold"] == 0.9
-    assert choose_threshold(0.50, curve)["abstention_threshold"] == 0.0  # greedy is best
+    # threshold, F1, span F1, abstained answerable, abstained unanswerable
+    curve = [
+        CurvePoint(0.5, 0.48, 0.40, 0.24, 0.71),
+        CurvePoint(0.8, 0.47, 0.43, 0.16, 0.60),
+        CurvePoint(0.9, 0.49, 0.44, 0.10, 0.53),  # best span F1, but abstains too little
+    ]
+    chosen = choose_threshold(0.45, curve)
+    assert chosen["abstention_threshold"] == 0.8
+    assert chosen["curve"][1] == {
+        "threshold": 0.8, "f1": 0.47, "span_f1": 0.43,
+        "abstained_answerable": 0.16, "abstained_unanswerable": 0.6,
+    }  # fmt: skip
+
+    def chosen_at(floor: float) -> float:
+        return float(
+            choose_threshold(0.45, curve, min_unanswerable_abstention=floor)["abstention_threshold"]
+        )
+
+    assert chosen_at(0.5) == 0.9
+    assert chosen_at(0.9) == 0.0  # no threshold keeps the floor: greedy
     assert choose_threshold(0.43, [])["abstention_threshold"] == 0.0

@@ -179,7 +179,7 @@ def test_export_names_a_damaged_checkpoint(tmp_path: Path) -> None:
     from safetensors.torch import save_file
 
     from kbqa.errors import InputError
-    from kbqa.finetune.reader import export_checkpoint
+    from kbqa.finetune.export import export_checkpoint
 
     ckpt = tmp_path / "checkpoint-3"
     ckpt.mkdir()

@@ -96,7 +96,7 @@ def export(
 ) -> None:
     """Export a training checkpoint as a llama.cpp adapter (serve it with --reader-adapter)."""
     try:
-        from kbqa.finetune.reader import export_checkpoint
+        from kbqa.finetune.export import export_checkpoint
 
         adapter = export_checkpoint(checkpoint, out, base_model)
     except ImportError as exc:

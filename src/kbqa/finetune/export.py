@@ -28,6 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kbqa.errors import InputError
+from kbqa.finetune.data import PROMPT_STYLE
+from kbqa.llm.lora import ADAPTER_FILE, KV_BASE_SHA256, KV_PROMPT_STYLE, MANIFEST_FILE
+from kbqa.llm.models import MODELS, file_sha256, resolve_model
+
 if TYPE_CHECKING:
     import torch
 
@@ -212,6 +217,85 @@ def write_merged_gguf(
         return quantize(w, target), target
 
     return _copy_gguf(base, dst, merge)
+
+
+def write_adapter(
+    state: dict[str, Any], alpha: float, base_path: Path, base_sha: str, out: Path
+) -> Path:
+    """Write ``out/adapter.gguf`` from a peft adapter state dict, for the base GGUF at
+    ``base_path`` (its sha256 and the ``tuned`` prompt style go into the GGUF's metadata).
+
+    Raises:
+        InputError: The state dict is not a LoRA adapter of this base (names or shapes that
+            do not fit; llama.cpp would crash on it). Nothing is left in ``out`` then.
+    """
+    from kbqa.errors import ModelError
+    from kbqa.llm.lora import check_adapter_tensors
+
+    arch = read_gguf_strings(base_path, ["general.architecture"])["general.architecture"]
+    blocks = int(read_gguf_strings(base_path, [f"{arch}.block_count"])[f"{arch}.block_count"])
+    try:
+        pairs = lora_tensor_pairs(state, arch, blocks)
+    except ValueError as exc:
+        raise InputError(f"not a LoRA adapter of {base_path.name}: {exc}") from None
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    staged = out / f".{ADAPTER_FILE}.staged"
+    meta = {KV_BASE_SHA256: base_sha, KV_PROMPT_STYLE: PROMPT_STYLE}
+    write_lora_gguf(pairs, alpha, staged, arch=arch, metadata=meta)
+    try:
+        check_adapter_tensors(staged, base_path)
+    except ModelError as exc:
+        staged.unlink()
+        if created:
+            out.rmdir()
+        raise InputError(f"not a LoRA adapter of {base_path.name}: {exc}") from None
+    return staged.replace(out / ADAPTER_FILE)
+
+
+def export_checkpoint(checkpoint: Path, out: Path, base_model: str = "gemma3-270m") -> Path:
+    """Export a training checkpoint (``OUT/checkpoints/checkpoint-N``) as an adapter directory,
+    with a manifest naming the checkpoint, its step and its training time.
+
+    Raises:
+        InputError: ``checkpoint`` holds no peft adapter.
+    """
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    weights, config = checkpoint / "adapter_model.safetensors", checkpoint / "adapter_config.json"
+    if not weights.is_file() or not config.is_file():
+        raise InputError(f"{checkpoint} holds no LoRA adapter (adapter_model.safetensors)")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file, not a directory")
+    try:
+        lora_cfg = json.loads(config.read_text("utf-8"))
+        alpha, rank = float(lora_cfg["lora_alpha"]), int(lora_cfg["r"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(
+            f"{config} is not a peft LoRA config with r and lora_alpha ({exc!r})"
+        ) from None
+    try:
+        state = load_file(str(weights))
+    except SafetensorError as exc:
+        raise InputError(f"{weights} is not a readable safetensors file: {exc}") from None
+    base_path, _ = resolve_model(base_model)
+    spec = MODELS.get(base_model)
+    base_sha = spec.sha256 if spec else file_sha256(base_path)
+    adapter = write_adapter(state, alpha, base_path, base_sha, out)
+    progress = checkpoint / "progress.json"
+    manifest = {
+        "name": out.name,
+        "base_model": base_model,
+        "base_sha256": base_sha,
+        "prompt_style": PROMPT_STYLE,
+        "checkpoint": str(checkpoint),
+        "lora": {"r": rank, "alpha": alpha},
+        "training": json.loads(progress.read_text()) if progress.is_file() else {},
+        "adapter_sha256": file_sha256(adapter),
+    }
+    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n", "utf-8")
+    return adapter
 
 
 @dataclass(frozen=True, slots=True)

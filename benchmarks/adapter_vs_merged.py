@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 
 from kbqa.finetune.data import read_examples
 from kbqa.finetune.evaluate import load_reader, score_reader
-from kbqa.finetune.export import lora_tensor_pairs, write_merged_gguf
+from kbqa.finetune.export import export_checkpoint, lora_tensor_pairs, write_merged_gguf
 from kbqa.llm.models import resolve_model
 
 
@@ -42,12 +42,13 @@ def main() -> None:
     pairs = lora_tensor_pairs(
         load_file(str(checkpoint / "adapter_model.safetensors")), "gemma3", 18
     )
-    adapter = run / "adapter" / "adapter.gguf"
+    # the runtime form serves the same checkpoint as the merged ones
+    adapter = export_checkpoint(checkpoint, run / "exports" / checkpoint.name)
     print("| serving | file MiB | val F1 | median s/example |")
     print("|---|---|---|---|")
     forms = [("base + LoRA adapter (runtime)", base, adapter)]
     for qtype in ("Q8_0", "F32"):
-        merged = run / f"merged-{qtype.lower()}.gguf"
+        merged = run / "exports" / f"merged-{checkpoint.name}-{qtype.lower()}.gguf"
         if not merged.is_file():
             write_merged_gguf(base, pairs, lora["lora_alpha"], merged, qtype=qtype)
         forms.append((f"merged ({qtype} adapted weights)", merged, None))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kbqa.evals.runner import load_questions
+from kbqa.evals.datasets import load_questions
 from kbqa.resources import load_retriever
 from kbqa.retrieval.index import bm25_text
 from kbqa.retrieval.tokenizer import tokenize

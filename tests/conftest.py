@@ -88,3 +88,19 @@ def data_dir() -> Path | None:
     candidates = [Path(env)] if env else []
     candidates.append(Path(__file__).resolve().parents[2] / "shared" / "data")
     return next((p for p in candidates if (p / "bn" / "bnwiki_kb.jsonl").is_file()), None)
+
+
+def tiny_gemma_base(path: Path) -> Path:
+    """A one-block gemma3 GGUF holding only ``blk.0.attn_q.weight`` (1024 x 640), the weight the
+    test adapters adapt: enough for the adapter checks and the export, no real model."""
+    import gguf
+    import numpy as np
+
+    writer = gguf.GGUFWriter(str(path), "gemma3")
+    writer.add_block_count(1)
+    writer.add_tensor("blk.0.attn_q.weight", np.zeros((1024, 640), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

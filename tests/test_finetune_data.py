@@ -160,6 +160,8 @@ def test_config_names_the_bad_field() -> None:
         ReaderConfig(train="t", kb="k", threads=-2)
     with pytest.raises(ValueError, match="lr_scheduler 'bogus' is not one of"):
         ReaderConfig(train="t", kb="k", lr_scheduler="bogus")
+    with pytest.raises(ValueError, match=r"seed must be in \[0, 2\*\*32\)"):
+        ReaderConfig(train="t", kb="k", seed=-1)  # the Trainer refused it only after loading
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -273,3 +275,8 @@ def test_the_serving_threshold_is_the_best_answerable_f1_that_still_abstains() -
     assert chosen_at(0.5) == 0.9
     assert chosen_at(0.9) == 0.0  # no threshold keeps the floor: greedy
     assert choose_threshold(0.43, [])["abstention_threshold"] == 0.0
+    # --val-examples 0: no curve, greedy (it crashed in statistics.fmean after training)
+    from kbqa.finetune.evaluate import THRESHOLDS, abstention_curve
+
+    assert abstention_curve(None, [], THRESHOLDS) == []
+    assert "no validation examples" in choose_threshold(0.0, [])["why"]

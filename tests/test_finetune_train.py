@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import tiny_gemma_base
 
 from kbqa.finetune.config import ReaderConfig
 from kbqa.finetune.data import ReaderExample
@@ -193,3 +194,74 @@ def test_export_names_a_damaged_checkpoint(tmp_path: Path) -> None:
         with pytest.raises(InputError, match="not a peft LoRA config with r and lora_alpha"):
             export_checkpoint(ckpt, tmp_path / "out")
     assert not (tmp_path / "out").exists()  # nothing left behind
+
+
+def _checkpoint(path: Path, r: int = 4, alpha: Any = 8, value: float = 0.01) -> Path:
+    import json
+
+    from safetensors.torch import save_file
+
+    path.mkdir(parents=True, exist_ok=True)
+    prefix = "base_model.model.model.layers.0.self_attn.q_proj"
+    state = {
+        f"{prefix}.lora_A.weight": torch.full((4, 640), value),
+        f"{prefix}.lora_B.weight": torch.full((1024, 4), value),
+    }
+    save_file(state, str(path / "adapter_model.safetensors"))
+    (path / "adapter_config.json").write_text(json.dumps({"r": r, "lora_alpha": alpha}))
+    return path
+
+
+def test_export_refuses_values_llama_cpp_would_crash_or_serve_garbage_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbqa.errors import InputError
+    from kbqa.finetune.export import export_checkpoint
+
+    monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "cache"))
+    base = str(tiny_gemma_base(tmp_path / "base.gguf"))
+    out = tmp_path / "out"
+    adapter = export_checkpoint(_checkpoint(tmp_path / "good"), out, base)  # the control
+    assert adapter.is_file() and (out / "manifest.json").is_file()
+    cases = {
+        "nan-alpha": ({"alpha": float("nan")}, "lora_alpha must be a finite number > 0"),
+        "zero-alpha": ({"alpha": 0}, "lora_alpha must be a finite number > 0"),
+        "bool-alpha": ({"alpha": True}, "lora_alpha must be a number"),
+        "r-mismatch": ({"r": 64}, "the config says r=64"),
+        "r-zero": ({"r": 0}, "r must be a positive integer"),
+        "nan-weights": ({"value": float("nan")}, "NaN or infinite weights"),
+    }
+    for name, (kwargs, message) in cases.items():
+        with pytest.raises(InputError, match=message):
+            export_checkpoint(_checkpoint(tmp_path / name, **kwargs), tmp_path / f"o-{name}", base)
+        assert not (tmp_path / f"o-{name}").exists()
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"GGUF" + bytes(100))
+    with pytest.raises(InputError, match="not a readable base model GGUF"):
+        export_checkpoint(tmp_path / "good", tmp_path / "o-junk", str(junk))
+
+
+def test_a_failed_export_leaves_the_previous_adapter_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbqa.errors import InputError
+    from kbqa.finetune import export
+
+    monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "cache"))
+    base = str(tiny_gemma_base(tmp_path / "base.gguf"))
+    out = tmp_path / "out"
+    export.export_checkpoint(_checkpoint(tmp_path / "first"), out, base)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    second = _checkpoint(tmp_path / "second", value=0.02)
+    (second / "progress.json").write_text("{not json")
+    with pytest.raises(InputError, match=r"progress\.json is not readable JSON"):
+        export.export_checkpoint(second, out, base)
+    (second / "progress.json").unlink()
+
+    def disk_full(*args: Any, **kwargs: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(export, "write_lora_gguf", disk_full)
+    with pytest.raises(InputError, match=r"could not write the adapter to .*out.*No space left"):
+        export.export_checkpoint(second, out, base)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no staged leftovers

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import tiny_gemma_base
 
 from kbqa.errors import ModelError
 from kbqa.finetune.export import write_lora_gguf
@@ -96,21 +97,9 @@ def test_serving_threshold_comes_from_the_manifest(tmp_path: Path) -> None:
                 serving_threshold(folder / lora.ADAPTER_FILE)
 
 
-def _base_gguf(path: Path) -> Path:
-    import gguf
-
-    writer = gguf.GGUFWriter(str(path), "gemma3")
-    writer.add_tensor("blk.0.attn_q.weight", np.zeros((1024, 640), dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
 def test_adapter_tensors_must_fit_the_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "cache"))
-    base = _base_gguf(tmp_path / "base.gguf")
+    base = tiny_gemma_base(tmp_path / "base.gguf")
     good = _adapter(tmp_path) / lora.ADAPTER_FILE
     lora.check_adapter_tensors(good, base)  # fits
     assert (tmp_path / "cache" / "tensor-shapes").is_dir()  # the base's shapes are cached
@@ -125,3 +114,49 @@ def test_adapter_tensors_must_fit_the_base(tmp_path: Path, monkeypatch: pytest.M
         # llama.cpp crashes the process on such an adapter: it must be refused before
         with pytest.raises(ModelError, match=r"is \(640, 1024\)|adapts no tensor"):
             lora.check_adapter_tensors(bad, base)
+
+
+def test_damaged_adapter_files_are_refused_before_llama_cpp(tmp_path: Path) -> None:
+    import gguf
+
+    folder = _adapter(tmp_path)
+    good = (folder / lora.ADAPTER_FILE).read_bytes()
+    truncated = tmp_path / "truncated.gguf"
+    truncated.write_bytes(good[:200])  # a header cut short: gguf-py raised IndexError
+    with pytest.raises(ModelError, match="not a readable GGUF file"):
+        lora.load_adapter(str(truncated))
+    # a tensor whose data offset points into another's (llama.cpp segfaulted on these)
+    two = _two_tensor_adapter(tmp_path)
+    reader = gguf.GGUFReader(str(two), "r+")
+    reader.tensors[1].field.parts[-1][0] = 0
+    del reader
+    with pytest.raises(ModelError, match="overlap: the file is corrupt"):
+        lora.load_adapter(str(two))
+    # bytes changed after export: the manifest's sha256 no longer matches
+    changed = _adapter(tmp_path, name="changed")
+    (changed / lora.MANIFEST_FILE).write_text(json.dumps({"adapter_sha256": "0" * 64}))
+    with pytest.raises(ModelError, match="does not match its manifest"):
+        lora.load_adapter(str(changed))
+    (changed / lora.MANIFEST_FILE).unlink()
+    (changed / lora.MANIFEST_FILE).mkdir()
+    with pytest.raises(ModelError, match="is not a readable file"):
+        lora.load_adapter(str(changed))
+
+
+def _two_tensor_adapter(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(1)
+    pairs = {"blk.0.attn_q.weight": (rng.normal(size=(4, 640)), rng.normal(size=(1024, 4)))}
+    path = tmp_path / "two.gguf"
+    meta = {lora.KV_BASE_SHA256: GEMMA_SHA}
+    write_lora_gguf(pairs, 8, path, arch="gemma3", metadata=meta)
+    return path
+
+
+def test_rank_zero_adapters_do_not_fit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "cache"))
+    base = tiny_gemma_base(tmp_path / "base.gguf")
+    bad = tmp_path / "rank0.gguf"
+    pair = (np.zeros((0, 640)), np.zeros((1024, 0)))
+    write_lora_gguf({"blk.0.attn_q.weight": pair}, 8, bad, arch="gemma3", metadata={})
+    with pytest.raises(ModelError, match=r"r >= 1"):
+        lora.check_adapter_tensors(bad, base)

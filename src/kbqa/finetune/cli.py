@@ -14,10 +14,11 @@ import typer
 
 from kbqa.errors import KBQAError
 
+INSTALL_HINT = "bash scripts/setup.sh finetune, or pip install 'kbqa[finetune]'"
 finetune_app = typer.Typer(
     no_args_is_help=True,
     help="Fine-tune the reader with LoRA on the CPU (needs the finetune extra: "
-    "pip install 'kbqa\\[finetune]').",
+    "bash scripts/setup.sh finetune).",
 )
 
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
@@ -39,7 +40,7 @@ def reader(ctx: typer.Context) -> None:
 
         from kbqa.finetune.config import ReaderConfig
     except ImportError as exc:
-        _fail(f"fine-tuning needs the finetune extra: pip install 'kbqa[finetune]' ({exc})")
+        _fail(f"fine-tuning needs the finetune extra: {INSTALL_HINT} ({exc})")
     parser = HfArgumentParser(ReaderConfig, prog="kbqa finetune reader")  # type: ignore[arg-type]
     try:
         (cfg,) = parser.parse_args_into_dataclasses(args=list(ctx.args))
@@ -50,7 +51,7 @@ def reader(ctx: typer.Context) -> None:
 
         manifest = run_reader_finetune(cfg)
     except ImportError as exc:
-        _fail(f"fine-tuning needs the finetune extra: pip install 'kbqa[finetune]' ({exc})")
+        _fail(f"fine-tuning needs the finetune extra: {INSTALL_HINT} ({exc})")
     except KeyboardInterrupt:
         saved = sorted(Path(cfg.out, "checkpoints").glob("checkpoint-*"))
         where = f"the last checkpoint is in {cfg.out}/checkpoints" if saved else "nothing saved"
@@ -100,7 +101,7 @@ def export(
 
         adapter = export_checkpoint(checkpoint, out, base_model)
     except ImportError as exc:
-        _fail(f"exporting needs the finetune extra: pip install 'kbqa[finetune]' ({exc})")
+        _fail(f"exporting needs the finetune extra: {INSTALL_HINT} ({exc})")
     except (KBQAError, OSError) as exc:
         _fail(str(exc))
     typer.echo(f"adapter written to {adapter}")

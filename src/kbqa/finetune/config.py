@@ -178,6 +178,8 @@ class ReaderConfig:
             raise ValueError(
                 f"lr_scheduler {self.lr_scheduler!r} is not one of {', '.join(SCHEDULERS)}"
             )
+        if not 0 <= self.seed < 2**32:
+            raise ValueError(f"seed must be in [0, 2**32), got {self.seed!r}")
         if self.max_steps == 0 or self.max_steps < -1:
             raise ValueError(f"max_steps must be -1 or positive, got {self.max_steps!r}")
         if self.time_budget:

@@ -219,46 +219,114 @@ def write_merged_gguf(
     return _copy_gguf(base, dst, merge)
 
 
-def write_adapter(
-    state: dict[str, Any], alpha: float, base_path: Path, base_sha: str, out: Path
-) -> Path:
-    """Write ``out/adapter.gguf`` from a peft adapter state dict, for the base GGUF at
-    ``base_path`` (its sha256 and the ``tuned`` prompt style go into the GGUF's metadata).
+def _base_layout(base_path: Path) -> tuple[str, int]:
+    """(architecture, block count) of a base GGUF.
 
     Raises:
-        InputError: The state dict is not a LoRA adapter of this base (names or shapes that
-            do not fit; llama.cpp would crash on it). Nothing is left in ``out`` then.
+        InputError: ``base_path`` is not a readable base model GGUF.
+    """
+    try:
+        arch = read_gguf_strings(base_path, ["general.architecture"])["general.architecture"]
+        blocks = int(read_gguf_strings(base_path, [f"{arch}.block_count"])[f"{arch}.block_count"])
+    except Exception as exc:  # gguf-py raises ValueError, KeyError, IndexError...
+        raise InputError(
+            f"{base_path} is not a readable base model GGUF ({type(exc).__name__}: {exc})"
+        ) from None
+    return arch, blocks
+
+
+def _check_lora_state(state: Mapping[str, Any], alpha: float, rank: int | None = None) -> None:
+    """Refuse what would serve garbage or crash llama.cpp: a non-finite or non-positive alpha,
+    non-finite weights, a rank below 1 or other than ``rank``.
+
+    Raises:
+        InputError: Naming the value or tensor.
+    """
+    import math
+
+    import torch
+
+    if isinstance(alpha, bool) or not math.isfinite(alpha) or alpha <= 0:
+        raise InputError(f"lora_alpha must be a finite number > 0, got {alpha!r}")
+    for name, tensor in state.items():
+        if "lora_A" in name and (tensor.ndim != 2 or tensor.shape[0] < 1):
+            raise InputError(f"{name} has rank {tuple(tensor.shape)[:1]}: r must be >= 1")
+        if "lora_A" in name and rank is not None and tensor.shape[0] != rank:
+            raise InputError(f"{name} has rank {tensor.shape[0]}, but the config says r={rank}")
+        if torch.is_floating_point(tensor) and not bool(torch.isfinite(tensor).all()):
+            raise InputError(f"{name} holds NaN or infinite weights")
+
+
+def write_adapter(
+    state: dict[str, Any],
+    alpha: float,
+    base_path: Path,
+    base_sha: str,
+    out: Path,
+    manifest: Callable[[Path], Mapping[str, Any]] | None = None,
+) -> Path:
+    """Write ``out/adapter.gguf`` (and ``out/manifest.json``) from a peft adapter state dict,
+    for the base GGUF at ``base_path`` (its sha256 and the ``tuned`` prompt style go into the
+    GGUF's metadata).
+
+    Both files are written beside their final names first; ``manifest(staged_adapter)`` builds
+    the manifest then (it may score the staged adapter). Only when both are written does the
+    old manifest go, then the adapter and the manifest take their names, so a failure or Ctrl-C
+    leaves the previous adapter directory as it was (or no directory, if it did not exist).
+
+    Raises:
+        InputError: The state dict is not a LoRA adapter of this base (names, shapes, rank or
+            values that do not fit; llama.cpp would crash on it), ``base_path`` is not a base
+            GGUF, or a file could not be written (disk full, permissions: the path is named).
     """
     from kbqa.errors import ModelError
     from kbqa.llm.lora import check_adapter_tensors
 
-    arch = read_gguf_strings(base_path, ["general.architecture"])["general.architecture"]
-    blocks = int(read_gguf_strings(base_path, [f"{arch}.block_count"])[f"{arch}.block_count"])
+    arch, blocks = _base_layout(base_path)
+    _check_lora_state(state, alpha)
     try:
         pairs = lora_tensor_pairs(state, arch, blocks)
     except ValueError as exc:
         raise InputError(f"not a LoRA adapter of {base_path.name}: {exc}") from None
     created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
     staged = out / f".{ADAPTER_FILE}.staged"
-    meta = {KV_BASE_SHA256: base_sha, KV_PROMPT_STYLE: PROMPT_STYLE}
-    write_lora_gguf(pairs, alpha, staged, arch=arch, metadata=meta)
+    staged_manifest = out / f".{MANIFEST_FILE}.staged"
     try:
+        out.mkdir(parents=True, exist_ok=True)
+        meta = {KV_BASE_SHA256: base_sha, KV_PROMPT_STYLE: PROMPT_STYLE}
+        write_lora_gguf(pairs, alpha, staged, arch=arch, metadata=meta)
         check_adapter_tensors(staged, base_path)
+        if manifest is not None:
+            text = json.dumps(dict(manifest(staged)), ensure_ascii=False, indent=1) + "\n"
+            staged_manifest.write_text(text, "utf-8")
+        (out / MANIFEST_FILE).unlink(missing_ok=True)  # never an old manifest beside a new adapter
+        adapter = staged.replace(out / ADAPTER_FILE)
+        if manifest is not None:
+            staged_manifest.replace(out / MANIFEST_FILE)
+        return adapter
     except ModelError as exc:
-        staged.unlink()
-        if created:
-            out.rmdir()
         raise InputError(f"not a LoRA adapter of {base_path.name}: {exc}") from None
-    return staged.replace(out / ADAPTER_FILE)
+    except OSError as exc:
+        raise InputError(f"could not write the adapter to {out}: {exc}") from None
+    finally:
+        for leftover in (staged, staged_manifest):
+            leftover.unlink(missing_ok=True)
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
 
 
 def export_checkpoint(checkpoint: Path, out: Path, base_model: str = "gemma3-270m") -> Path:
     """Export a training checkpoint (``OUT/checkpoints/checkpoint-N``) as an adapter directory,
-    with a manifest naming the checkpoint, its step and its training time.
+    with a manifest naming the checkpoint, its step and its training time. The manifest has no
+    ``serving`` choice (no validation examples here), so the adapter serves with greedy
+    decoding unless ``--abstention-threshold`` is given (``benchmarks/abstention_curve.py``
+    measures the choice).
 
     Raises:
-        InputError: ``checkpoint`` holds no peft adapter.
+        InputError: ``checkpoint`` holds no peft adapter, its config or ``progress.json`` is
+            unreadable or out of range (r a positive integer equal to the tensors' rank,
+            lora_alpha finite and > 0), its weights are not finite, ``base_model`` is not a base
+            GGUF, or ``out`` cannot be written. Nothing in ``out`` changes then.
     """
     from safetensors import SafetensorError
     from safetensors.torch import load_file
@@ -270,32 +338,44 @@ def export_checkpoint(checkpoint: Path, out: Path, base_model: str = "gemma3-270
         raise InputError(f"--out {out} is a file, not a directory")
     try:
         lora_cfg = json.loads(config.read_text("utf-8"))
-        alpha, rank = float(lora_cfg["lora_alpha"]), int(lora_cfg["r"])
+        alpha, rank = lora_cfg["lora_alpha"], lora_cfg["r"]
     except (ValueError, KeyError, TypeError) as exc:
         raise InputError(
             f"{config} is not a peft LoRA config with r and lora_alpha ({exc!r})"
         ) from None
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+        raise InputError(f"{config}: r must be a positive integer, got {rank!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float):
+        raise InputError(f"{config}: lora_alpha must be a number, got {alpha!r}")
+    progress = checkpoint / "progress.json"
+    training: dict[str, Any] = {}
+    if progress.exists():
+        try:
+            training = json.loads(progress.read_text("utf-8"))
+        except (ValueError, OSError) as exc:
+            raise InputError(f"{progress} is not readable JSON: {exc}") from None
     try:
         state = load_file(str(weights))
     except SafetensorError as exc:
         raise InputError(f"{weights} is not a readable safetensors file: {exc}") from None
+    _check_lora_state(state, float(alpha), rank)
     base_path, _ = resolve_model(base_model)
     spec = MODELS.get(base_model)
     base_sha = spec.sha256 if spec else file_sha256(base_path)
-    adapter = write_adapter(state, alpha, base_path, base_sha, out)
-    progress = checkpoint / "progress.json"
-    manifest = {
-        "name": out.name,
-        "base_model": base_model,
-        "base_sha256": base_sha,
-        "prompt_style": PROMPT_STYLE,
-        "checkpoint": str(checkpoint),
-        "lora": {"r": rank, "alpha": alpha},
-        "training": json.loads(progress.read_text()) if progress.is_file() else {},
-        "adapter_sha256": file_sha256(adapter),
-    }
-    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n", "utf-8")
-    return adapter
+
+    def manifest(adapter: Path) -> dict[str, Any]:
+        return {
+            "name": out.name,
+            "base_model": base_model,
+            "base_sha256": base_sha,
+            "prompt_style": PROMPT_STYLE,
+            "checkpoint": str(checkpoint.resolve()),
+            "lora": {"r": rank, "alpha": float(alpha)},
+            "training": training,
+            "adapter_sha256": file_sha256(adapter),
+        }
+
+    return write_adapter(state, float(alpha), base_path, base_sha, out, manifest)
 
 
 @dataclass(frozen=True, slots=True)

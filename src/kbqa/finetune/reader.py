@@ -35,7 +35,6 @@ from kbqa.finetune.data import (
     split_by_document,
     write_examples,
 )
-from kbqa.llm.lora import MANIFEST_FILE
 from kbqa.llm.models import MODELS, file_sha256, resolve_model
 from kbqa.retrieval.index import is_index_dir, source_sha256
 
@@ -271,63 +270,77 @@ def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[s
     if result.interrupted:
         raise KeyboardInterrupt(f"training interrupted at step {result.steps}")
     adapter_dir = out / "adapter"
-    adapter = write_adapter(
-        get_peft_model_state_dict(peft_model), cfg.lora_alpha, base_path, base_sha, adapter_dir
-    )
     plot_loss(result.log_history, out / "loss.png")
-    reader = load_reader(base_path, adapter, n_ctx=cfg.n_ctx, n_threads=cfg.threads or None)
-    scores = score_reader(reader, val)
-    serving = choose_threshold(scores.f1, abstention_curve(reader, val, THRESHOLDS))
-    manifest = {
-        "name": adapter_dir.parent.name,
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "kbqa_version": _version(),
-        "base_model": cfg.base_model,
-        "base_gguf": base_path.name,
-        "base_sha256": base_sha,
-        "prompt_style": PROMPT_STYLE,
-        "adapter_sha256": file_sha256(adapter),
-        "adapter_bytes": adapter.stat().st_size,
-        "lora": {
-            "r": cfg.lora_r,
-            "alpha": cfg.lora_alpha,
-            "dropout": cfg.lora_dropout,
-            "targets": list(LORA_TARGETS),
-        },
-        "training_data": {
-            "train": {"file": Path(cfg.train).name, "sha256": file_sha256(Path(cfg.train))},
-            "kb": {"file": Path(cfg.kb).name, "sha256": file_sha256(Path(cfg.kb))},
-            "terms": DATA_TERMS,
-        },
-        "command": command,
-        "seed": cfg.seed,
-        "config": cfg.to_dict(),
-        "examples": {k: v for k, v in data_meta.items() if k != "settings"},
-        "training": {
-            "steps": result.steps,
-            "examples_seen": result.examples_seen,
-            "train_seconds": round(result.train_seconds, 1),
-            "seconds_per_step": round(result.seconds_per_step, 2),
-            "stopped_by_budget": result.stopped_by_budget,
-            "eval_loss": result.eval_loss,
-            "final_train_loss": next(
-                (h["loss"] for h in reversed(result.log_history) if "loss" in h), None
-            ),
-            "peak_rss_mib": round(peak_rss_mib()),
-        },
-        "validation": scores.to_dict(),
-        "serving": serving,
-        "versions": {
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "peft": peft.__version__,
-        },
-    }
-    (adapter_dir / MANIFEST_FILE).write_text(
-        json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", "utf-8"
+    built: dict[str, Any] = {}
+
+    def build_manifest(adapter: Path) -> dict[str, Any]:
+        """Score the staged adapter in llama.cpp and describe it (see write_adapter)."""
+        reader = load_reader(base_path, adapter, n_ctx=cfg.n_ctx, n_threads=cfg.threads or None)
+        scores = score_reader(reader, val)
+        serving = choose_threshold(scores.f1, abstention_curve(reader, val, THRESHOLDS))
+        manifest = {
+            "name": adapter_dir.parent.name,
+            "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "kbqa_version": _version(),
+            "base_model": cfg.base_model,
+            "base_gguf": base_path.name,
+            "base_sha256": base_sha,
+            "prompt_style": PROMPT_STYLE,
+            "adapter_sha256": file_sha256(adapter),
+            "adapter_bytes": adapter.stat().st_size,
+            "lora": {
+                "r": cfg.lora_r,
+                "alpha": cfg.lora_alpha,
+                "dropout": cfg.lora_dropout,
+                "targets": list(LORA_TARGETS),
+            },
+            "training_data": {
+                "train": {"file": Path(cfg.train).name, "sha256": file_sha256(Path(cfg.train))},
+                "kb": {"file": Path(cfg.kb).name, "sha256": file_sha256(Path(cfg.kb))},
+                "terms": DATA_TERMS,
+            },
+            "command": command,
+            "seed": cfg.seed,
+            "config": cfg.to_dict(),
+            "examples": {k: v for k, v in data_meta.items() if k != "settings"},
+            "training": {
+                "steps": result.steps,
+                "examples_seen": result.examples_seen,
+                "train_seconds": round(result.train_seconds, 1),
+                "seconds_per_step": round(result.seconds_per_step, 2),
+                "stopped_by_budget": result.stopped_by_budget,
+                "eval_loss": result.eval_loss,
+                "final_train_loss": next(
+                    (
+                        h.get("loss", h.get("train_loss"))
+                        for h in reversed(result.log_history)
+                        if "loss" in h or "train_loss" in h
+                    ),
+                    None,
+                ),
+                "peak_rss_mib": round(peak_rss_mib()),
+            },
+            "validation": scores.to_dict(),
+            "serving": serving,
+            "versions": {
+                "torch": torch.__version__,
+                "transformers": transformers.__version__,
+                "peft": peft.__version__,
+            },
+        }
+        built.update(manifest)
+        return manifest
+
+    write_adapter(
+        get_peft_model_state_dict(peft_model),
+        cfg.lora_alpha,
+        base_path,
+        base_sha,
+        adapter_dir,
+        build_manifest,
     )
     (out / "log_history.json").write_text(json.dumps(result.log_history), "utf-8")
-    return manifest
+    return built
 
 
 def _version() -> str:

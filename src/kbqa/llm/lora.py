@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import itertools
 import json
 import os
 from dataclasses import dataclass
@@ -68,8 +69,10 @@ def load_adapter(spec: str) -> Adapter:
             file.
 
     Raises:
-        ModelError: The path does not exist, holds no adapter GGUF, is not a LoRA adapter GGUF,
-            lacks the ``kbqa.base_sha256`` key, or has a ``manifest.json`` that is not JSON.
+        ModelError: The path does not exist, holds no adapter GGUF, is not a readable LoRA
+            adapter GGUF (tensor data misaligned, overlapping, outside the file or not a float
+            type), lacks the ``kbqa.base_sha256`` key, has a ``manifest.json`` that is not a
+            JSON object, or does not match the manifest's ``adapter_sha256``.
     """
     path = Path(spec).expanduser()
     if path.is_dir():
@@ -83,15 +86,25 @@ def load_adapter(spec: str) -> Adapter:
         import gguf
 
         reader = gguf.GGUFReader(str(path))
-    except (ValueError, OSError) as exc:
-        raise ModelError(f"{path} is not a GGUF file: {exc}") from None
+    except Exception as exc:  # gguf-py raises IndexError, KeyError, struct.error...
+        raise ModelError(
+            f"{path} is not a readable GGUF file ({type(exc).__name__}: {exc})"
+        ) from None
 
     def text(key: str) -> str:
         field = reader.fields.get(key)
-        return "" if field is None else str(field.contents())
+        try:
+            return "" if field is None else str(field.contents())
+        except Exception:  # a corrupt field reads as missing
+            return ""
 
-    if text("general.type") != "adapter" or text("adapter.type") != "lora":
-        raise ModelError(f"{path} is a GGUF but not a LoRA adapter (general.type=adapter)")
+    kind = (text("general.type"), text("adapter.type"))
+    if kind != ("adapter", "lora"):
+        raise ModelError(
+            f"{path} is a GGUF but not a LoRA adapter (general.type={kind[0] or 'missing'!r}, "
+            f"adapter.type={kind[1] or 'missing'!r}; expected 'adapter' and 'lora')"
+        )
+    _check_layout(reader, path)
     base = text(KV_BASE_SHA256)
     if not base:
         raise ModelError(
@@ -107,7 +120,52 @@ def load_adapter(spec: str) -> Adapter:
             raise ModelError(f"{manifest_path} is not a readable JSON manifest: {exc}") from None
         if not isinstance(manifest, dict):
             raise ModelError(f"{manifest_path} is not a JSON object")
+        expected = manifest.get("adapter_sha256")
+        from kbqa.llm.models import file_sha256  # models imports this module
+
+        if expected and file_sha256(path) != expected:
+            raise ModelError(
+                f"{path} does not match its manifest (adapter_sha256 {str(expected)[:12]}...): "
+                "the file is corrupt or was replaced; export the adapter again"
+            )
+    elif manifest_path.exists():
+        raise ModelError(f"{manifest_path} is not a readable file")
     return Adapter(path, base, text(KV_PROMPT_STYLE) or "tuned", manifest)
+
+
+LORA_DTYPES = ("F32", "F16", "BF16")
+"""Tensor types an adapter may hold (``kbqa finetune`` writes F16)."""
+
+
+def _check_layout(reader: Any, path: Path) -> None:
+    """Every tensor's data must lie inside the file, aligned, without overlapping another, in a
+    float type with as many bytes as its shape needs: llama.cpp trusts the header and crashes
+    (or reads garbage) otherwise.
+
+    Raises:
+        ModelError: The first tensor that breaks a rule, named.
+    """
+    import numpy as np
+
+    size = path.stat().st_size
+    alignment = int(getattr(reader, "alignment", 32) or 32)
+    element = {"F32": 4, "F16": 2, "BF16": 2}
+    spans = []
+    for t in reader.tensors:
+        dtype = getattr(t.tensor_type, "name", str(t.tensor_type))
+        if dtype not in LORA_DTYPES:
+            raise ModelError(f"{path}: tensor {t.name} is {dtype}, not one of {LORA_DTYPES}")
+        start, n = int(t.data_offset), int(t.n_bytes)
+        if start % alignment or start + n > size or n != element[dtype] * int(np.prod(t.shape)):
+            raise ModelError(
+                f"{path}: tensor {t.name}'s data ({n} bytes at offset {start}) is misaligned, "
+                f"outside the file ({size} bytes) or not the size of its shape: the file is corrupt"
+            )
+        spans.append((start, start + n, t.name))
+    spans.sort()
+    for (_, end, name), (start, _, other) in itertools.pairwise(spans):
+        if start < end:
+            raise ModelError(f"{path}: tensors {name} and {other} overlap: the file is corrupt")
 
 
 def check_base(adapter: Adapter, base_name: str, base_sha256: str) -> None:
@@ -151,11 +209,16 @@ def check_adapter_tensors(adapter: Path, base: Path) -> None:
             raise ModelError(f"{adapter}: {name} has no {partner.rpartition('.')[2]} partner")
         a, b = (shape, tensors[partner]) if part == "lora_a" else (tensors[partner], shape)
         w = base_shapes[target]
-        fits = len(a) == len(b) == len(w) == 2 and a[0] == w[0] and b[1] == w[1] and a[1] == b[0]
+        fits = (
+            len(a) == len(b) == len(w) == 2
+            and a[0] == w[0]
+            and b[1] == w[1]
+            and a[1] == b[0] >= 1  # rank 0 crashes llama.cpp
+        )
         if not fits:
             raise ModelError(
                 f"{adapter}: {target} is {w} in {base.name}, but its lora_a is {a} and lora_b "
-                f"{b} (expected ({w[0]}, r) and (r, {w[1]}))"
+                f"{b} (expected ({w[0]}, r) and (r, {w[1]}), r >= 1)"
             )
 
 

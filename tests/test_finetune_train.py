@@ -145,7 +145,8 @@ def test_exported_adapter_runs_in_llama_cpp_like_transformers(
 ) -> None:
     from peft import get_peft_model_state_dict
 
-    from kbqa.finetune.export import check_parity, lora_tensor_pairs, write_lora_gguf
+    from kbqa.finetune.export import lora_tensor_pairs, write_lora_gguf
+    from kbqa.finetune.parity import check_parity
     from kbqa.finetune.train import lora_model
     from kbqa.llm.lora import KV_BASE_SHA256, load_adapter
 

@@ -4,7 +4,7 @@ transformers dequantises a GGUF into float32 weights (``from_pretrained(dir, ggu
 that takes about a minute for Gemma 3 270M here (the 262k-entry tokenizer alone 25 s), so the
 converted weights and tokenizer are cached beside the assembled GGUF, keyed by its sha256, and
 later loads take seconds. Training on the dequantised weights means the adapter learns against
-exactly the numbers llama.cpp serves (see :func:`kbqa.finetune.export.check_parity`).
+exactly the numbers llama.cpp serves (see :func:`kbqa.finetune.parity.check_parity`).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def _save_converted(
 class TokenizerCounter:
     """Counts prompt tokens with a transformers tokenizer exactly as
     :class:`kbqa.llm.chat.LlamaCppChatModel` counts them with llama.cpp's (the two tokenisers
-    agree: see :func:`kbqa.finetune.export.check_parity`), so :func:`kbqa.prompts.budget.
+    agree: see :func:`kbqa.finetune.parity.check_parity`), so :func:`kbqa.prompts.budget.
     fit_prompt` keeps the same passages in training as in serving.
 
     Args:

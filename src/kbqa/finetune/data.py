@@ -36,13 +36,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import regex
-
 from kbqa.context import Context
 from kbqa.corpus.loaders import read_jsonl_objects
 from kbqa.errors import InputError
 from kbqa.evals.datasets import Question, load_questions
-from kbqa.evals.metrics import answer_in_context, normalize_answer
+from kbqa.evals.metrics import answer_in_context
+from kbqa.finetune.yesno import SENTENCE_END, TRAILING, same_kind, yes_no_question
 from kbqa.nodes.classify import detect_language, question_type
 from kbqa.nodes.generate import chunk_passages
 from kbqa.nodes.retrieve import retrieve_records
@@ -59,13 +58,6 @@ YES = {"bn": "হ্যাঁ", "en": "Yes"}
 NO = {"bn": "না", "en": "No"}
 PROMPT_STYLE = "tuned"
 """The prompt style a fine-tuned reader is trained and served with."""
-_TRAILING = " \t\n।.,;:!?|"
-_SENTENCE_END = regex.compile(r"(?<=[।!?])\s*")
-MIN_STATEMENT_WORDS, MAX_STATEMENT_WORDS = 5, 30
-FINAL_KI_SHARE = 0.7
-"""Share of made-up yes/no questions asked with a final ``কি`` (``... যাবে কি?``); the rest put
-``কি`` after the first word (``এটি কি ...?``), the other form BanglaRQA uses."""
-_DIGIT = regex.compile(r"\p{N}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +182,7 @@ def split_by_document(
 
 def clean_target(answer: str) -> str:
     """A gold answer as a target: whitespace folded, trailing danda/punctuation dropped."""
-    return " ".join(answer.split()).rstrip(_TRAILING).strip()
+    return " ".join(answer.split()).rstrip(TRAILING).strip()
 
 
 class ExampleBuilder:
@@ -334,7 +326,7 @@ class ExampleBuilder:
         for r in records:
             text = self._text(r)
             if answer_in_context(q.answers, text):
-                kept = [s for s in _SENTENCE_END.split(text) if not answer_in_context(q.answers, s)]
+                kept = [s for s in SENTENCE_END.split(text) if not answer_in_context(q.answers, s)]
                 texts[r["chunk_id"]] = " ".join(kept)
         if not texts:
             return None
@@ -357,31 +349,13 @@ class ExampleBuilder:
         self, tq: TrainingQuestion, split: str, truth: bool, swap: str
     ) -> ReaderExample | None:
         """A ``yes``/``no`` example from the evidence sentence that holds the answer (see the
-        module docstring), or None when there is none of :data:`MIN_STATEMENT_WORDS` to
-        :data:`MAX_STATEMENT_WORDS` words."""
+        module docstring and :func:`kbqa.finetune.yesno.yes_no_question`), or None when no
+        evidence sentence qualifies or it is not in the rendered context."""
         q = tq.question
-        statement = answer = ""
-        for sentence in _SENTENCE_END.split(tq.evidence):  # the sentence holding the answer
-            sentence = " ".join(sentence.split()).rstrip(_TRAILING)
-            answer = next((a.strip() for a in q.answers if a.strip() and a.strip() in sentence), "")
-            if answer:
-                statement = sentence
-                break
-        n_words = len(statement.split())
-        if not answer or not MIN_STATEMENT_WORDS <= n_words <= MAX_STATEMENT_WORDS:
+        made = yes_no_question(tq.evidence, q.answers, truth, swap, self.rng)
+        if made is None:
             return None
-        original = statement
-        if not truth:
-            if answer_in_context([swap], statement) or any(
-                normalize_answer(swap) == normalize_answer(a) for a in q.answers
-            ):
-                return None  # the swap would leave the statement true
-            statement = statement.replace(answer, swap, 1)
-        words = statement.split()
-        if self.rng.random() < FINAL_KI_SHARE or len(words) < 4:
-            asked = f"{statement} কি?"
-        else:
-            asked = f"{words[0]} কি {' '.join(words[1:])}?"
+        asked, original = made
         records = retrieve_records(asked, self.ctx.k, self.ctx)
         prompt, kept, qtype, lang = self.render(asked, records)
         if not answer_in_context([original], shown_context(prompt)):  # evidence not shown
@@ -397,19 +371,6 @@ class ExampleBuilder:
             f"{q.qid}#{'yes' if truth else 'no'}", "yes" if truth else "no", split, q.doc_id or "",
             asked, prompt, target, [target], qtype, lang, kept,
         )  # fmt: skip
-
-
-def _same_kind(answer: str, pool: Sequence[str], rng: random.Random) -> str:
-    """Another answer to swap in: one with digits for an answer with digits, else one of a
-    similar word count."""
-    digits = bool(_DIGIT.search(answer))
-    n = len(answer.split())
-    matches = [
-        a
-        for a in pool
-        if a != answer and bool(_DIGIT.search(a)) == digits and abs(len(a.split()) - n) <= 1
-    ]
-    return rng.choice(matches) if matches else rng.choice([a for a in pool if a != answer])
 
 
 def build_examples(
@@ -465,7 +426,7 @@ def build_examples(
             else:
                 made.append(neg)
         if tq.evidence and rng.random() < yes_no_ratio:
-            swap = _same_kind(clean_target(q.answers[0]), pool, rng)
+            swap = same_kind(clean_target(q.answers[0]), pool, rng)
             yn = builder.yes_no(tq, split, truth, swap)
             if yn is not None:
                 made.append(yn)

@@ -1,4 +1,4 @@
-"""Export a trained LoRA adapter for llama.cpp, and check that llama.cpp and transformers agree.
+"""Export a trained LoRA adapter for llama.cpp: an adapter GGUF, or a merged GGUF.
 
 Two serving forms (``kbqa finetune reader`` writes the first; :func:`write_merged_gguf` the
 second, for comparison):
@@ -10,19 +10,14 @@ second, for comparison):
   (rank x in) and ``<name>.lora_b`` (out x rank), named with gguf-py's tensor map.
 - a **merged GGUF**: the base with ``W + (alpha / r) B A`` folded into each adapted weight.
 
-Parity (:func:`check_parity`): on fixed prompts, transformers' GGUF conversion and llama.cpp must
-pick the same next token with close log-probabilities. On a float32 copy of the base
-(:func:`write_float32_gguf`) they agree to about 1e-3; on the Q4_K_M file llama.cpp also
-quantises activations to 8 bits, which moves log-probabilities by about 0.2 (median) and flips
-near-ties.
+Parity between transformers and llama.cpp is checked in :mod:`kbqa.finetune.parity`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -144,7 +139,7 @@ def read_gguf_strings(path: Path, keys: Iterable[str]) -> dict[str, str]:
     return found
 
 
-def _copy_gguf(
+def copy_gguf(
     src: Path, dst: Path, transform: Callable[[str, np.ndarray, Any], tuple[np.ndarray, Any]]
 ) -> Path:
     """Copy a GGUF's metadata and tensors, passing each tensor through ``transform(name, raw
@@ -178,18 +173,6 @@ def _copy_gguf(
     return dst
 
 
-def write_float32_gguf(src: Path, dst: Path) -> Path:
-    """A copy of ``src`` with every tensor dequantised to float32: what transformers trains on,
-    in llama.cpp's format (4x the size of Q4_K_M). Used for the exact parity check."""
-    import gguf
-    from gguf.quants import dequantize
-
-    def f32(name: str, data: np.ndarray, qtype: Any) -> tuple[np.ndarray, Any]:
-        return dequantize(data, qtype).astype(np.float32), gguf.GGMLQuantizationType.F32
-
-    return _copy_gguf(src, dst, f32)
-
-
 def write_merged_gguf(
     base: Path,
     pairs: Mapping[str, tuple[np.ndarray, np.ndarray]],
@@ -216,7 +199,7 @@ def write_merged_gguf(
             return w, target
         return quantize(w, target), target
 
-    return _copy_gguf(base, dst, merge)
+    return copy_gguf(base, dst, merge)
 
 
 def _base_layout(base_path: Path) -> tuple[str, int]:
@@ -376,107 +359,3 @@ def export_checkpoint(checkpoint: Path, out: Path, base_model: str = "gemma3-270
         }
 
     return write_adapter(state, float(alpha), base_path, base_sha, out, manifest)
-
-
-@dataclass(frozen=True, slots=True)
-class ParityReport:
-    """How closely llama.cpp reproduces transformers on the same token ids.
-
-    Attributes:
-        positions: Token positions compared (every position of every prompt).
-        argmax_agreement: Share of positions where both pick the same next token.
-        last_token_agreement: Share of prompts whose next token after the prompt agrees.
-        median_abs_logprob_diff: Median |log p_llama - log p_hf| of transformers' top token.
-        p95_abs_logprob_diff: Its 95th percentile.
-        tokenization_equal: Share of prompts tokenised identically (BOS included).
-    """
-
-    positions: int
-    argmax_agreement: float
-    last_token_agreement: float
-    median_abs_logprob_diff: float
-    p95_abs_logprob_diff: float
-    tokenization_equal: float
-
-    def to_dict(self) -> dict[str, float]:
-        """Plain dict for JSON."""
-        return asdict(self)
-
-
-def _log_softmax(x: np.ndarray) -> np.ndarray:
-    x = x - x.max(-1, keepdims=True)
-    out: np.ndarray = x - np.log(np.exp(x).sum(-1, keepdims=True))
-    return out
-
-
-def check_parity(
-    hf_model: Any,
-    tokenizer: Any,
-    gguf_path: Path,
-    prompts: Sequence[str],
-    *,
-    lora_path: Path | None = None,
-    n_threads: int | None = None,
-) -> ParityReport:
-    """Compare next-token log-probabilities of a transformers model and llama.cpp.
-
-    Args:
-        hf_model: The transformers model (with its adapter, if any).
-        tokenizer: Its tokenizer; its ids must equal llama.cpp's (counted in the report).
-        gguf_path: The GGUF llama.cpp loads.
-        prompts: Texts; each is tokenised with BOS and scored at every position.
-        lora_path: A LoRA GGUF llama.cpp applies on top.
-        n_threads: llama.cpp threads (None: its default).
-
-    Returns:
-        The :class:`ParityReport`.
-    """
-    import torch
-    from llama_cpp import Llama
-
-    from kbqa.llm import llama_compat
-    from kbqa.llm.chat import quiet_stderr
-
-    llama_compat.install()
-    longest = max(len(tokenizer(p).input_ids) for p in prompts)
-    with quiet_stderr():
-        llm = Llama(
-            model_path=str(gguf_path),
-            lora_path=str(lora_path) if lora_path else None,
-            n_ctx=max(256, longest + 8),
-            n_batch=max(256, longest + 8),
-            logits_all=True,
-            verbose=False,
-            n_threads=n_threads,
-        )
-    agree, last, diffs, same_tok = [], [], [], []
-    try:
-        for prompt in prompts:
-            hf_ids = tokenizer(prompt).input_ids
-            ids = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
-            same_tok.append(hf_ids == ids)
-            llm.reset()  # type: ignore[no-untyped-call]
-            llm.eval(ids)
-            lc = np.array(llm.scores[: len(ids)], dtype=np.float64)
-            with torch.no_grad():
-                lh = hf_model(torch.tensor([ids])).logits[0].double().numpy()
-            top = lh.argmax(-1)
-            agree.extend((lc.argmax(-1) == top).tolist())
-            last.append(bool(lc[-1].argmax() == top[-1]))
-            rows = np.arange(len(ids))
-            diffs.extend(np.abs(_log_softmax(lc)[rows, top] - _log_softmax(lh)[rows, top]))
-    finally:
-        llm.close()
-    return ParityReport(
-        positions=len(agree),
-        argmax_agreement=float(np.mean(agree)),
-        last_token_agreement=float(np.mean(last)),
-        median_abs_logprob_diff=float(np.median(diffs)),
-        p95_abs_logprob_diff=float(np.percentile(diffs, 95)),
-        tokenization_equal=float(np.mean(same_tok)),
-    )
-
-
-def write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Write ``data`` as indented UTF-8 JSON."""
-    path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

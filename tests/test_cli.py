@@ -67,8 +67,38 @@ def test_missing_index(tmp_path: Path) -> None:
 
 
 def test_index_built_by_another_embedder(tiny_index: Path) -> None:
-    code, text = run("ask", "q?", "--index", str(tiny_index), "--model", "fake/abstain")
+    code, text = run(
+        "ask", "q?", "--index", str(tiny_index), "--model", "fake/abstain", "--embedder", "e5"
+    )
     assert code == 2 and "built with embedder 'fake/hash'" in text
+    # without --embedder, the index's own embedder is used
+    code, text = run("ask", "q?", "--index", str(tiny_index), "--model", "fake/abstain")
+    assert code == 0, text
+
+
+def test_bm25_first_index_answers_then_continues(tmp_path: Path, kb_file: Path) -> None:
+    out = tmp_path / "idx"
+    code, text = run("index", str(kb_file), "--out", str(out), "--embedder", "hash",
+                     "--dense", "later")  # fmt: skip
+    assert code == 0, text
+    assert "BM25 only so far" in text and "kbqa index --continue" in text
+    code, text = run("ask", "What is the capital of France?", "--index", str(out), "--no-llm")
+    assert code == 0, text
+    assert "retrieval: BM25 only" in text and "Paris" in text
+    code, text = run("index", "--continue", "--out", str(out))
+    assert code == 0 and "dense part added" in text, text
+    code, text = run("ask", "What is the capital of France?", "--index", str(out), "--no-llm")
+    assert code == 0 and "BM25 only" not in text, text
+    code, text = run("index", "--continue", "--out", str(out))
+    assert code == 0 and "already built" in text
+    code, text = run("index", str(kb_file), "--continue", "--out", str(out))
+    assert code == 2 and "give no knowledge base" in text
+    code, text = run("index", "--out", str(out), "--dense", "soon")
+    assert code == 2 and "give a knowledge base" in text
+    code, text = run("index", str(kb_file), "--out", str(out), "--dense", "soon")
+    assert code == 2 and "--dense must be now or later" in text
+    code, text = run("index", "--continue", "--out", str(tmp_path / "none"))
+    assert code == 2 and "not a kbqa index" in text
 
 
 @pytest.mark.parametrize("k", ["0", "-2"])
@@ -242,3 +272,37 @@ def test_parent_of_indexes_gets_a_hint(tiny_index: Path) -> None:
 def test_version() -> None:
     code, text = run("--version")
     assert code == 0 and text.startswith("kbqa ")
+
+
+def test_interrupted_build_says_how_far_it_got_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kbqa.retrieval.embedders as embedders
+    from kbqa.retrieval.embedders import HashEmbedder
+
+    class StopsAfterOneBatch(HashEmbedder):
+        calls = 0
+
+        def embed_passages(self, texts: list[str]):  # type: ignore[no-untyped-def]
+            StopsAfterOneBatch.calls += 1
+            if StopsAfterOneBatch.calls > 1:
+                raise KeyboardInterrupt
+            return super().embed_passages(texts)
+
+    kb = tmp_path / "kb.jsonl"
+    kb.write_text(
+        "".join(
+            json.dumps({"doc_id": f"d{i}", "text": f"document {i} says thing {i}."}) + "\n"
+            for i in range(70)
+        )
+    )
+    out = tmp_path / "idx"
+    monkeypatch.setattr(embedders, "load_embedder", lambda *a, **k: StopsAfterOneBatch())
+    result = CliRunner().invoke(app, ["index", str(kb), "--out", str(out), "--embedder", "hash"])
+    assert result.exit_code == 130
+    assert "interrupted: 32 of 70 chunks embedded; run the same command to resume" in result.output
+    monkeypatch.undo()
+    code, text = run("ask", "thing 3?", "--index", str(out), "--no-llm")
+    assert code == 2 and "32 of 70 chunk texts embedded: run the same" in text
+    code, text = run("index", str(kb), "--out", str(out), "--embedder", "hash")
+    assert code == 0 and "resumed        32 vectors" in text, text

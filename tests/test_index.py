@@ -260,3 +260,134 @@ def test_a_broken_sub_index_only_loses_its_own_vectors(tmp_path: Path) -> None:
     emb = CountingTextsEmbedder()
     report = build_indexes(_parts(DOCS), out, emb, progress=False)
     assert report.reused_chunks == report.distinct_texts and emb.seen == []
+
+
+def test_bm25_first_index_answers_before_its_dense_part_and_fuses_after(tmp_path: Path) -> None:
+    from kbqa.resources import load_retriever
+    from kbqa.retrieval.index import continue_index
+
+    out = tmp_path / "idx"
+    report = build_index(DOCS, out, HashEmbedder(), progress=False, dense="later")
+    assert report.embedded_chunks == 0
+    assert not (out / "dense.faiss").exists()
+    assert json.loads((out / "manifest.json").read_text())["dense"] == "pending"
+    early = load_retriever(str(out), "")
+    assert not early.dense_ready and early.search_dense("Paris", 3) == {}
+    hits = early.retrieve("capital of France", 1, pad_previous=False)
+    assert early.index.chunks[hits[0].chunk_id].doc_id == "d3"
+    with pytest.raises(ValueError, match="not built yet"):
+        early.retrieve("capital of France", 1, bm25_weight=0.0)
+
+    report = continue_index(out, progress=False)
+    assert report.embedded_chunks == len(DOCS)
+    assert json.loads((out / "manifest.json").read_text())["dense"] == "ready"
+    load_retriever.cache_clear()
+    late = load_retriever(str(out), "")
+    assert late.dense_ready and late.search_dense("Paris", 3)
+    # the same vectors as a build that embedded at once
+    build_index(DOCS, tmp_path / "now", HashEmbedder(), progress=False)
+    assert (out / "dense.faiss").read_bytes() == (tmp_path / "now" / "dense.faiss").read_bytes()
+    assert continue_index(out, progress=False).chunks == 0  # nothing left to do
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx", "now"]
+
+
+def test_interrupted_continuation_resumes(tmp_path: Path) -> None:
+    import kbqa.retrieval.index as index_mod
+    from kbqa.retrieval.index import BuildInterrupted, continue_index, interrupted_build
+
+    docs = [Document(f"d{i}", "", f"document number {i} says something {i}.") for i in range(100)]
+    out = tmp_path / "idx"
+    build_index(docs, out, HashEmbedder(), progress=False, dense="later")
+    with pytest.raises(BuildInterrupted) as info:
+        continue_index(out, progress=False, embedder=CountingEmbedder(fail_after=2))
+    done = 2 * index_mod.EMBED_BATCH
+    assert (info.value.done, info.value.total) == (done, 100)
+    assert str(info.value) == f"{done} of 100 chunks embedded"
+    assert (
+        interrupted_build(out)
+        == f"an interrupted build of it has {done} of 100 chunk texts embedded"
+    )
+    assert load_index(out).dense is None  # still usable, BM25 alone
+    second = CountingEmbedder()
+    report = continue_index(out, progress=False, embedder=second)
+    assert second.batches == -(-100 // index_mod.EMBED_BATCH) - 2
+    assert report.resumed_chunks == done
+    assert load_index(out).dense.ntotal == 100
+    assert interrupted_build(out) is None
+
+
+def test_continue_refuses_another_embedder_and_non_indexes(tmp_path: Path) -> None:
+    from kbqa.retrieval.index import continue_index
+
+    out = tmp_path / "idx"
+    build_index(DOCS, out, HashEmbedder(), progress=False, dense="later")
+
+    class Other(HashEmbedder):
+        id = "other/embedder"
+
+    with pytest.raises(IndexLoadError, match="built for embedder 'fake/hash'"):
+        continue_index(out, progress=False, embedder=Other())
+    with pytest.raises(IndexLoadError, match="not a kbqa index"):
+        continue_index(tmp_path, progress=False)
+
+
+def test_interrupted_first_build_is_named_by_load(tmp_path: Path) -> None:
+    docs = [Document(f"d{i}", "", f"document number {i} says something {i}.") for i in range(100)]
+    with pytest.raises(KeyboardInterrupt):
+        build_index(docs, tmp_path / "idx", CountingEmbedder(fail_after=1), progress=False)
+    with pytest.raises(IndexLoadError, match=r"32 of 100 chunk texts embedded: run the same"):
+        load_index(tmp_path / "idx")
+
+
+def test_bm25_first_both_strategies_continue_together(tmp_path: Path) -> None:
+    from kbqa.retrieval.index import continue_index
+
+    docs = [*DOCS]
+    parts = {"coverage": StrategyInput(docs, 800, 150), "precision": StrategyInput(docs, 1000, 150)}
+    out = tmp_path / "both"
+    build_indexes(parts, out, HashEmbedder(), progress=False, dense="later")
+    assert load_index(out, strategy="precision").dense is None
+    report = continue_index(out, progress=False)
+    assert report.distinct_texts == len(DOCS)  # identical texts embedded once
+    for name in ("coverage", "precision"):
+        assert load_index(out, strategy=name).dense.ntotal == len(DOCS)
+    assert json.loads((out / "manifest.json").read_text())["dense"] == "ready"
+
+
+def test_default_index_has_no_dense_part_and_says_how_to_add_one(tmp_path: Path) -> None:
+    from kbqa.resources import load_retriever
+    from kbqa.retrieval.embedders import load_embedder
+    from kbqa.retrieval.index import continue_index
+
+    out = tmp_path / "idx"
+    report = build_index(DOCS, out, load_embedder(), progress=False)
+    assert report.embedded_chunks == 0 and not (out / "dense.faiss").exists()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (manifest["embedder"], manifest["dense"]) == ("none", "none")
+    assert manifest["bm25_terms"] == "words+char4grams"
+    retriever = load_retriever(str(out), "")
+    assert not retriever.dense_ready and not retriever.index.dense_pending
+    hits = retriever.retrieve("বাংলাদেশের রাজধানীতে কী আছে?", 1, pad_previous=False)
+    assert retriever.index.chunks[hits[0].chunk_id].doc_id == "d1"
+    with pytest.raises(IndexLoadError, match="built without a dense part.*--embedder static or e5"):
+        continue_index(out, progress=False)
+    with pytest.raises(IndexLoadError, match="built with embedder 'none'"):
+        load_retriever(str(out), "e5")
+
+
+def test_an_older_words_only_index_is_queried_with_words(tiny_index: Path, tmp_path: Path) -> None:
+    from kbqa.retrieval.embedders import HashEmbedder as Hash
+    from kbqa.retrieval.retriever import HybridRetriever
+
+    old = tmp_path / "old"
+    shutil.copytree(tiny_index, old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    del manifest["bm25_terms"]
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    retriever = HybridRetriever(load_index(old), Hash())
+    assert retriever.index.bm25_terms == "words"
+    calls: list[list[str]] = []
+    real = retriever.index.bm25.get_scores
+    retriever.index.bm25.get_scores = lambda tokens: calls.append(tokens) or real(tokens)
+    retriever.search_bm25("Paris capital", 3)
+    assert calls == [["paris", "capital"]]

@@ -37,9 +37,18 @@ def test_rrf() -> None:
     assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
 
 
+def test_inflected_form_matches_through_character_ngrams(tiny_index: Path) -> None:
+    retriever = HybridRetriever(load_index(tiny_index), HashEmbedder())
+    # "in the capital": no chunk has this word, but its 4-grams (<রাজ, রাজধ, ...) are shared
+    # with রাজধানী
+    bm25 = retriever.search_bm25("রাজধানীতে", 10)
+    best = max(bm25, key=bm25.__getitem__)
+    assert retriever.index.chunks[best].doc_id == "d1"
+
+
 def test_query_without_lexical_overlap_gets_dense_hits(tiny_index: Path) -> None:
     retriever = HybridRetriever(load_index(tiny_index), HashEmbedder())
-    query = "রাজধানীতে"  # inflected form: no BM25 token in common with any chunk
+    query = "াজধ"  # no word or 4-gram in common with any chunk; a trigram of রাজধানী
     assert retriever.search_bm25(query, 10) == {}
     hits = retriever.retrieve(query, 3, pad_previous=False)
     assert hits, "dense candidates must survive fusion"

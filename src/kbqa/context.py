@@ -9,7 +9,6 @@ from typing import Literal
 from kbqa.llm.grounding import DEFAULT_GROUNDING, GROUNDING_MODES
 from kbqa.llm.models import DEFAULT_MODEL, MODELS
 from kbqa.prompts import ABSTENTION_PHRASE
-from kbqa.retrieval.embedders import DEFAULT_EMBEDDER
 from kbqa.retrieval.fusion import BM25_WEIGHT, DENSE_WEIGHT
 
 MAX_RETRIES = 3
@@ -63,8 +62,11 @@ class Context:
         },
     )
     embedder: str = field(
-        default=DEFAULT_EMBEDDER,
-        metadata={"description": "Query embedder; must match the one the index was built with."},
+        default="",
+        metadata={
+            "description": "Query embedder (id or alias: static, e5); empty = the one the index "
+            "was built with (its manifest). Another one is refused."
+        },
     )
     k: int = field(default=3, metadata={"description": "Chunks retrieved on the first pass."})
     retry_k: int = field(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from kbqa.llm.models import QUALITY_MODEL, load_chat_model, model_installed
 from kbqa.retrieval.embedders import load_embedder
-from kbqa.retrieval.index import load_index
+from kbqa.retrieval.index import DENSE, load_index
 from kbqa.retrieval.retriever import HybridRetriever
 
 if TYPE_CHECKING:
@@ -25,6 +25,8 @@ def load_retriever(index_dir: str, embedder: str, strategy: str | None = None) -
     """Load an index and its query embedder once per (index_dir, embedder, strategy).
 
     Args:
+        embedder: The query embedder (id or alias); it must be the index's. Empty: the index's
+            own (from its manifest).
         strategy: The sub-index of a ``--strategy both`` directory (None: its default).
 
     Raises:
@@ -32,13 +34,28 @@ def load_retriever(index_dir: str, embedder: str, strategy: str | None = None) -
             embedder.
         ModelError: The embedder cannot be loaded.
     """
-    index = load_index(index_dir, embedder_id=embedder, strategy=strategy)
-    return HybridRetriever(index, load_embedder(embedder, for_queries=True))
+    from kbqa.retrieval.embedders import resolve_embedder
+
+    index = load_index(index_dir, embedder_id=resolve_embedder(embedder) if embedder else None,
+                       strategy=strategy)  # fmt: skip
+    if index.dense is None:  # built BM25-first; `kbqa index --continue` adds the dense part
+        return HybridRetriever(index, None)
+    return HybridRetriever(
+        index, load_embedder(index.embedder_id, for_queries=True, index_dir=str(index.path))
+    )
 
 
 def retriever_for(ctx: Context, strategy: str | None = None) -> HybridRetriever:
-    """The shared retriever for a run's context (``strategy="precision"``: the fallback's)."""
-    return load_retriever(ctx.index_dir, ctx.embedder, strategy)
+    """The shared retriever for a run's context (``strategy="precision"``: the fallback's).
+
+    A BM25-only retriever is reloaded once ``kbqa index --continue`` has added the index's dense
+    part, so a long-running chat or server picks the dense vectors up.
+    """
+    retriever = load_retriever(ctx.index_dir, ctx.embedder, strategy)
+    if not retriever.dense_ready and (retriever.index.path / DENSE).is_file():
+        load_retriever.cache_clear()
+        retriever = load_retriever(ctx.index_dir, ctx.embedder, strategy)
+    return retriever
 
 
 def chat_model_for(ctx: Context) -> BaseChatModel:

@@ -92,6 +92,9 @@ class OutputState(TypedDict, total=False):
         question_type: person, date, number, location, email, list, yes/no or
             other (classify).
         retrieved: Chunks of the last retrieval, in prompt order, with fused scores.
+        retrieval_mode: ``hybrid`` (BM25 and dense fused), ``bm25`` (an index without a dense
+            part, ``--embedder none``) or ``bm25 (dense pending)`` (built BM25-first, its
+            dense part not there yet: ``kbqa index --continue``).
         context_chunk_ids: Chunks that fitted the LLM's token budget, in prompt order.
         raw_answer: The LLM's text before clean-up.
         stage_answers: Cleaned answer of every answering stage in order (``generate``,
@@ -118,6 +121,7 @@ class OutputState(TypedDict, total=False):
     language: str
     question_type: str
     retrieved: list[RetrievedRecord]
+    retrieval_mode: str
     context_chunk_ids: list[int]
     raw_answer: str
     stage_answers: Annotated[list[StageAnswer], extend]

@@ -70,7 +70,11 @@ class ReaderConfig:
         default="gemma3-270m", metadata={"help": "Registered model name or a .gguf path."}
     )
     embedder: str = field(
-        default=DEFAULT_EMBEDDER, metadata={"help": "Embedder of the training index."}
+        default=DEFAULT_EMBEDDER,
+        metadata={
+            "help": "Dense part of the training index: none (BM25 with character 4-grams), "
+            "static or e5 (the shipped adapter's)."
+        },
     )
     time_budget: str = field(
         default="", metadata={"help": "Stop training after this long: 15m, 2h, 1h30m, 90s."}

@@ -115,7 +115,12 @@ def ensure_index(cfg: ReaderConfig, out: Path) -> Path:
         return Path(cfg.index)
     target = out / "index"
     manifest = target / "manifest.json"
-    current = {"source_sha256": source_sha256(Path(cfg.kb)), "embedder": cfg.embedder}
+    from kbqa.retrieval.embedders import resolve_embedder
+
+    current = {
+        "source_sha256": source_sha256(Path(cfg.kb)),
+        "embedder": resolve_embedder(cfg.embedder),
+    }
     built = json.loads(manifest.read_text("utf-8")) if manifest.is_file() else {}
     if any(built.get(k) != v for k, v in current.items()):
         from kbqa.corpus.loaders import load_documents

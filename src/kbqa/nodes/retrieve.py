@@ -46,12 +46,23 @@ def retrieve_records(
 
 
 def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """First-pass retrieval with ``k`` chunks."""
+    """First-pass retrieval with ``k`` chunks; ``retrieval_mode`` says whether dense vectors
+    took part: ``hybrid``, ``bm25`` (an index without a dense part) or ``bm25 (dense pending)``
+    (a BM25-first index waiting for ``kbqa index --continue``)."""
     started = time.perf_counter()
-    k = context_of(runtime).k
+    ctx = context_of(runtime)
+    k = ctx.k
+    retrieved = retrieve_records(state["question"], k, ctx)
+    index = retriever_for(ctx).index
+    if index.dense_pending:
+        log.info("%s: dense part not built yet, BM25 alone", ctx.index_dir)
+    mode = (
+        "hybrid" if index.dense_ready else "bm25 (dense pending)" if index.dense_pending else "bm25"
+    )
     return {
         "k": k,
-        "retrieved": retrieve_records(state["question"], k, context_of(runtime)),
+        "retrieved": retrieved,
+        "retrieval_mode": mode,
         **visited("retrieve", started),
     }
 

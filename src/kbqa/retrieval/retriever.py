@@ -12,7 +12,7 @@ import numpy as np
 from kbqa.retrieval.embedders import Embedder
 from kbqa.retrieval.fusion import BM25_WEIGHT, DENSE_WEIGHT, reciprocal_rank_fusion, weighted_fusion
 from kbqa.retrieval.index import ChunkIndex
-from kbqa.retrieval.tokenizer import tokenize
+from kbqa.retrieval.tokenizer import TERMS_WORDS_NGRAMS, tokenize, with_ngrams
 
 CANDIDATE_POOL = 30
 """Candidates each retriever contributes to fusion (at least k)."""
@@ -44,9 +44,13 @@ class Retriever(Protocol):
 class HybridRetriever:
     """BM25 (bm25s) + dense (FAISS inner product) over one :class:`ChunkIndex`.
 
+    An index whose dense part is still pending (built BM25-first, see ``kbqa index
+    --continue``) is searched with BM25 alone; :attr:`dense_ready` says which.
+
     Args:
         index: The loaded index.
-        embedder: Query embedder; must be the one the index was built with.
+        embedder: Query embedder; must be the one the index was built with. None only for an
+            index without its dense part.
         faiss_threads: OpenMP threads for FAISS search; 1 is fastest for a single query
             (measured 4x faster than 2 on a 2-core laptop).
 
@@ -54,11 +58,17 @@ class HybridRetriever:
         ValueError: The embedder's id or dimension differs from the index's.
     """
 
-    def __init__(self, index: ChunkIndex, embedder: Embedder, faiss_threads: int = 1) -> None:
-        if embedder.id != index.embedder_id or embedder.dim != index.dense.d:
+    def __init__(
+        self, index: ChunkIndex, embedder: Embedder | None, faiss_threads: int = 1
+    ) -> None:
+        dim = index.dense.d if index.dense is not None else index.manifest.get("embedding_dim")
+        if embedder is None:
+            if index.dense is not None:
+                raise ValueError("an index with dense vectors needs a query embedder")
+        elif embedder.id != index.embedder_id or embedder.dim != dim:
             raise ValueError(
                 f"embedder {embedder.id!r} ({embedder.dim}-d) does not match the index's "
-                f"{index.embedder_id!r} ({index.dense.d}-d)"
+                f"{index.embedder_id!r} ({dim}-d)"
             )
         import faiss
 
@@ -67,9 +77,17 @@ class HybridRetriever:
         self.embedder = embedder
         self._lock = threading.Lock()
 
+    @property
+    def dense_ready(self) -> bool:
+        """False while the index's dense part is pending: retrieval is BM25 only."""
+        return self.index.dense is not None and self.embedder is not None
+
     def search_bm25(self, query: str, n: int) -> dict[int, float]:
-        """Top-``n`` chunks by BM25: chunk id -> score (> 0 only)."""
+        """Top-``n`` chunks by BM25: chunk id -> score (> 0 only). The query's terms are made as
+        the index's were (words, plus their character 4-grams in a current index)."""
         tokens = tokenize(query)
+        if tokens and self.index.bm25_terms == TERMS_WORDS_NGRAMS:
+            tokens = with_ngrams(tokens)
         if not tokens:  # only punctuation or symbols: nothing for BM25 to match
             return {}
         scores = self.index.bm25.get_scores(tokens)
@@ -78,7 +96,10 @@ class HybridRetriever:
         return {int(i): float(scores[i]) for i in top if scores[i] > 0}
 
     def search_dense(self, query: str, n: int) -> dict[int, float]:
-        """Top-``n`` chunks by cosine similarity: chunk id -> score."""
+        """Top-``n`` chunks by cosine similarity: chunk id -> score (empty while the dense part
+        is pending)."""
+        if self.embedder is None or self.index.dense is None:
+            return {}
         with self._lock:  # the embedder's C engine is not documented as thread-safe
             vec = self.embedder.embed_queries([query])
         sims, ids = self.index.dense.search(vec, min(n, self.index.dense.ntotal))
@@ -117,6 +138,13 @@ class HybridRetriever:
             raise ValueError(f"k must be > 0, got {k}")
         if bm25_weight <= 0 and dense_weight <= 0:
             raise ValueError("at least one of bm25_weight and dense_weight must be > 0")
+        if not self.dense_ready:
+            if bm25_weight <= 0:
+                raise ValueError(
+                    "dense retrieval was asked for alone, but the index's dense part is not "
+                    "built yet (kbqa index --continue)"
+                )
+            dense_weight = 0.0
         pool = max(candidate_pool, k)
         bm25 = self.search_bm25(query, pool) if bm25_weight > 0 else {}
         dense = self.search_dense(query, pool) if dense_weight > 0 else {}

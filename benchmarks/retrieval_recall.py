@@ -1,0 +1,123 @@
+"""Retrieval quality of several built indexes on the same questions, side by side.
+
+Prints one row per index: recall@1/3/10 (the gold document among the first k distinct documents
+of a top-10 fused retrieval, as ``kbqa eval run`` counts it), answer-in-context (a gold answer
+inside the chunks the graph's first pass hands the reader: k=3 hits, each with its previous
+chunk), answer recall@5 (a gold answer inside one of the top-5 chunk texts), and retrieval p50/p95
+latency (query embedding included). Fusion is the graph's: BM25 0.65 / dense 0.35.
+
+    python benchmarks/retrieval_recall.py \
+        --index e5=/path/bnwiki-e5 --index static=/path/bnwiki-static --bm25-only e5 \
+        --questions ../shared/data/bn/banglarqa_validation.qa.jsonl --n 300 --seed 0
+
+``--bm25-only NAME`` adds a row for that index's BM25 alone (dense weight 0). An index built by
+an older kbqa (BM25 over words only) is queried as it was built, so it can stand for the old
+default. ``--exclude-sample`` scores the questions outside the seeded sample instead (the set the
+defaults were chosen on). Unanswerable questions are left out (they have no gold answer to
+find); for question files without ``doc_id`` (CMU LTI) only answer recall means anything.
+Asserts nothing about wall-clock time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+from kbqa.evals.datasets import load_questions, select
+from kbqa.evals.metrics import answer_in_context, recall_at_k
+from kbqa.resources import load_retriever
+from kbqa.retrieval.index import MANIFEST
+
+
+def _embedder_of(index_dir: str) -> str:
+    manifest = json.loads((Path(index_dir) / MANIFEST).read_text(encoding="utf-8"))
+    if "indexes" in manifest:
+        manifest = json.loads(
+            (Path(index_dir) / manifest["default"] / MANIFEST).read_text(encoding="utf-8")
+        )
+    return str(manifest["embedder"])
+
+
+def evaluate(index_dir: str, questions: list, dense_weight: float) -> dict[str, float]:  # type: ignore[type-arg]
+    retriever = load_retriever(index_dir, _embedder_of(index_dir))
+    chunks = retriever.index.chunks
+    bm25_weight = 0.65
+    rows: dict[str, list[float]] = {k: [] for k in ("r1", "r3", "r10", "aic", "ar5")}
+    ms: list[float] = []
+    retriever.retrieve("warm up", 3, dense_weight=dense_weight)
+    for q in questions:
+        t0 = time.perf_counter()
+        first = retriever.retrieve(
+            q.question, 3, bm25_weight=bm25_weight, dense_weight=dense_weight
+        )
+        ms.append((time.perf_counter() - t0) * 1000)
+        hits = retriever.retrieve(
+            q.question, 10, bm25_weight=bm25_weight, dense_weight=dense_weight, pad_previous=False
+        )
+        docs: list[str] = []
+        for h in hits:
+            if chunks[h.chunk_id].doc_id not in docs:
+                docs.append(chunks[h.chunk_id].doc_id)
+        for k, key in ((1, "r1"), (3, "r3"), (10, "r10")):
+            if q.doc_id:  # CMU LTI names no source page
+                rows[key].append(recall_at_k(docs, q.doc_id, k))
+        rows["aic"].append(
+            answer_in_context(q.answers, "\n".join(chunks[c.chunk_id].text for c in first))
+        )
+        rows["ar5"].append(
+            answer_in_context(q.answers, "\n".join(chunks[h.chunk_id].text for h in hits[:5]))
+        )
+    out = {k: sum(v) / len(v) if v else float("nan") for k, v in rows.items()}
+    out["p50_ms"] = statistics.median(ms)
+    out["p95_ms"] = statistics.quantiles(ms, n=20)[18]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    data = Path(
+        os.environ.get("KBQA_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")
+    )
+    ap.add_argument("--index", action="append", required=True, help="NAME=DIR, repeatable")
+    ap.add_argument("--bm25-only", action="append", default=[], help="NAME of an --index")
+    ap.add_argument("--questions", default=str(data / "bn" / "banglarqa_validation.qa.jsonl"))
+    ap.add_argument("--n", type=int, default=300, help="sample size (0: every question)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--exclude-sample",
+        action="store_true",
+        help="evaluate every question NOT in the seeded sample of --n (a second, disjoint set)",
+    )
+    args = ap.parse_args()
+    indexes = dict(spec.split("=", 1) for spec in args.index)
+    questions = load_questions(args.questions)
+    if args.n:
+        sample = select(questions, sample=args.n, seed=args.seed)
+        if args.exclude_sample:
+            taken = {q.qid for q in sample}
+            questions = [q for q in questions if q.qid not in taken]
+        else:
+            questions = sample
+    questions = [q for q in questions if q.answerable and q.answers]
+    which = "outside the sample" if args.exclude_sample else "sample"
+    print(f"{args.questions}: {len(questions)} answerable questions ({which} {args.n}, seed "
+          f"{args.seed}); fusion BM25 0.65 / dense 0.35")  # fmt: skip
+    print(f"{'index':<24} {'R@1':>6} {'R@3':>6} {'R@10':>6} {'AiC':>6} {'AR@5':>6} "
+          f"{'p50 ms':>7} {'p95 ms':>7}")  # fmt: skip
+    runs = [(name, d, 0.35) for name, d in indexes.items()]
+    runs += [(f"{name} (BM25 only)", indexes[name], 0.0) for name in args.bm25_only]
+    for name, d, dense_weight in runs:
+        r = evaluate(d, questions, dense_weight)
+        print(
+            f"{name:<24} {r['r1']:6.3f} {r['r3']:6.3f} {r['r10']:6.3f} {r['aic']:6.3f} "
+            f"{r['ar5']:6.3f} {r['p50_ms']:7.1f} {r['p95_ms']:7.1f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

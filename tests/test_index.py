@@ -369,7 +369,7 @@ def test_default_index_has_no_dense_part_and_says_how_to_add_one(tmp_path: Path)
     assert not retriever.dense_ready and not retriever.index.dense_pending
     hits = retriever.retrieve("বাংলাদেশের রাজধানীতে কী আছে?", 1, pad_previous=False)
     assert retriever.index.chunks[hits[0].chunk_id].doc_id == "d1"
-    with pytest.raises(IndexLoadError, match="built without a dense part.*--embedder static or e5"):
+    with pytest.raises(IndexLoadError, match=r"without a dense part.*--embedder static or e5"):
         continue_index(out, progress=False)
     with pytest.raises(IndexLoadError, match="built with embedder 'none'"):
         load_retriever(str(out), "e5")

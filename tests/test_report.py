@@ -68,6 +68,10 @@ def test_ablation_list() -> None:
     assert "fusion bm25=0.65" not in names  # the default is the full row
     assert names["no retry"] == {"max_retries": 0}
     assert all(Context(**o) for o in names.values())  # every override is a valid Context
+    lexical = dict(ablations(Context(), has_dense=False))
+    assert "full (bm25, no dense part, padding on, 1 retry)" in lexical
+    assert not any("dense" in n or "fusion" in n or "RRF" in n for n in list(lexical)[1:])
+    assert lexical["no retry"] == {"max_retries": 0}
 
 
 def test_model_tag() -> None:

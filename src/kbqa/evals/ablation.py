@@ -42,28 +42,34 @@ ABLATION_KEYS = tuple(k for k in TABLE_KEYS if k != "seconds_per_question_median
 """Ablation columns: seconds are left out, since generations are memoised across ablations."""
 
 
-def ablations(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
+def ablations(ctx: Context, *, has_dense: bool = True) -> list[tuple[str, dict[str, Any]]]:
     """``(name, Context overrides)`` of every ablation, the full system first.
 
-    The BM25 weight sweep covers "no dense" (1.0) and "no BM25" (0.0). The decision-graph rows
-    switch off the verifier, the fallback and the web search (each one that is on), all three
-    (the skeleton graph), and the LLM itself (the pattern extractor: the type-aware RAG seed's
-    no-LLM ablation).
+    The BM25 weight sweep covers "no dense" (1.0) and "no BM25" (0.0); it and RRF are left out
+    when the index has no dense part (``has_dense`` False: every fusion is BM25 alone). The
+    decision-graph rows switch off the verifier, the fallback and the web search (each one that
+    is on), all three (the skeleton graph), and the LLM itself (the pattern extractor: the
+    type-aware RAG seed's no-LLM ablation).
     """
     full = (
         f"full (bm25 {ctx.bm25_weight} / dense {ctx.dense_weight} {ctx.fusion}, "
         f"padding {'on' if ctx.pad_previous else 'off'}, {ctx.max_retries} retry)"
     )
+    if not has_dense:
+        full = (
+            f"full (bm25, no dense part, padding {'on' if ctx.pad_previous else 'off'}, "
+            f"{ctx.max_retries} retry)"
+        )
     rows: list[tuple[str, dict[str, Any]]] = [(full, {})]
-    for w in FUSION_SWEEP:
+    for w in FUSION_SWEEP if has_dense else ():
         if abs(w - ctx.bm25_weight) < 1e-9 and abs(1 - w - ctx.dense_weight) < 1e-9:
             continue
         label = {0.0: "no BM25 (dense only)", 1.0: "no dense (BM25 only)"}.get(
             w, f"fusion bm25={w}"
         )
         rows.append((label, {"bm25_weight": w, "dense_weight": round(1 - w, 4)}))
+    rows += [("RRF fusion", {"fusion": "rrf"})] if has_dense else []
     rows += [
-        ("RRF fusion", {"fusion": "rrf"}),
         ("no padding", {"pad_previous": False}),
         ("no retry", {"max_retries": 0}),
     ]
@@ -130,7 +136,9 @@ def run_ablations(
     d = Path(out_dir)
     rows = []
     with llm_cache():
-        for name, overrides in ablations(ctx):
+        from kbqa.resources import retriever_for
+
+        for name, overrides in ablations(ctx, has_dense=retriever_for(ctx).dense_ready):
             if not overrides and full_summary is not None:
                 rows.append(_row(name, full_summary))
                 continue

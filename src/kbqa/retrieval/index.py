@@ -531,6 +531,8 @@ def _reusable_vectors(out: Path, embedder: Embedder) -> dict[bytes, npt.NDArray[
         log.warning("not reusing vectors from %s: %s", out, exc)
         return found
     for d in dirs:  # a broken sub-index costs only its own vectors
+        if not (d / DENSE).exists():
+            continue  # built BM25-first, or without a dense part: nothing to reuse
         try:
             with (d / CHUNKS).open(encoding="utf-8") as fh:
                 texts = [dense_text(Chunk(**json.loads(line))) for line in fh]

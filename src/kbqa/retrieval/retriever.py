@@ -144,7 +144,7 @@ class HybridRetriever:
                     "dense retrieval was asked for alone, but the index's dense part is not "
                     "built yet (kbqa index --continue)"
                 )
-            dense_weight = 0.0
+            bm25_weight, dense_weight = 1.0, 0.0  # BM25 alone: its best hit scores 1.0
         pool = max(candidate_pool, k)
         bm25 = self.search_bm25(query, pool) if bm25_weight > 0 else {}
         dense = self.search_dense(query, pool) if dense_weight > 0 else {}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install kbqa into it (editable), with the extras named as arguments
-# (dev, finetune, qwen). llama-cpp-python is published only as source: it is compiled once (12-15 minutes
-# on 2 cores) and its wheel cached in $KBQA_WHEEL_CACHE (default ~/.cache/kbqa/wheels), so later
+# (dev, finetune, qwen). llama-cpp-python is published only as source: it is compiled once (about 5
+# minutes on 2 cores) and its wheel cached in $KBQA_WHEEL_CACHE (default ~/.cache/kbqa/wheels), so later
 # installs on the same machine take seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ llama_version=0.3.36
 .venv/bin/python -m pip install -q --upgrade pip
 
 if ! ls "$wheels"/llama_cpp_python-"$llama_version"-*.whl >/dev/null 2>&1; then
-  echo "setup: compiling llama-cpp-python $llama_version once (about 12-15 minutes on 2 cores)..."
+  echo "setup: compiling llama-cpp-python $llama_version once (about 5 minutes on 2 cores)..."
   mkdir -p "$wheels"
   CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) .venv/bin/python -m pip wheel -q --no-deps \
     "llama-cpp-python==$llama_version" -w "$wheels"

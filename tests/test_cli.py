@@ -98,7 +98,7 @@ def test_bm25_first_index_answers_then_continues(tmp_path: Path, kb_file: Path) 
     code, text = run("index", str(kb_file), "--out", str(out), "--dense", "soon")
     assert code == 2 and "--dense must be now or later" in text
     code, text = run("index", "--continue", "--out", str(tmp_path / "none"))
-    assert code == 2 and "not a kbqa index" in text
+    assert code == 2 and "index not found" in text
 
 
 @pytest.mark.parametrize("k", ["0", "-2"])
@@ -306,3 +306,11 @@ def test_interrupted_build_says_how_far_it_got_and_resumes(
     assert code == 2 and "32 of 70 chunk texts embedded: run the same" in text
     code, text = run("index", str(kb), "--out", str(out), "--embedder", "hash")
     assert code == 0 and "resumed        32 vectors" in text, text
+
+
+def test_continue_and_dense_later_option_errors(tmp_path: Path, kb_file: Path) -> None:
+    out = tmp_path / "idx"
+    code, text = run("index", str(kb_file), "--out", str(out), "--dense", "later")
+    assert code == 2 and "--dense later needs a dense embedder" in text
+    code, text = run("index", "--continue", "--out", str(out), "--embedder", "e5")
+    assert code == 2 and "--continue takes only --out" in text

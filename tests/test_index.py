@@ -364,7 +364,7 @@ def test_default_index_has_no_dense_part_and_says_how_to_add_one(tmp_path: Path)
     assert report.embedded_chunks == 0 and not (out / "dense.faiss").exists()
     manifest = json.loads((out / "manifest.json").read_text())
     assert (manifest["embedder"], manifest["dense"]) == ("none", "none")
-    assert manifest["bm25_terms"] == "words+char4grams"
+    assert manifest["bm25_terms"] == "words+char4grams#"
     retriever = load_retriever(str(out), "")
     assert not retriever.dense_ready and not retriever.index.dense_pending
     hits = retriever.retrieve("বাংলাদেশের রাজধানীতে কী আছে?", 1, pad_previous=False)
@@ -391,3 +391,76 @@ def test_an_older_words_only_index_is_queried_with_words(tiny_index: Path, tmp_p
     retriever.index.bm25.get_scores = lambda tokens: calls.append(tokens) or real(tokens)
     retriever.search_bm25("Paris capital", 3)
     assert calls == [["paris", "capital"]]
+
+
+def test_a_word_and_an_ngram_of_a_longer_word_are_different_terms(tmp_path: Path) -> None:
+    from kbqa.resources import load_retriever
+    from kbqa.retrieval.embedders import load_embedder
+
+    docs = [
+        Document("island", "Indonesia", "Java is the most populous island in Indonesia. " * 6),
+        Document("js", "JavaScript", "JavaScript runs in browsers."),
+        Document("py", "Python", "Python is a programming language."),
+    ]
+    out = tmp_path / "idx"
+    build_index(docs, out, load_embedder(), progress=False)
+    retriever = load_retriever(str(out), "")
+    for query in ("Java", "What is Java?"):
+        hits = retriever.retrieve(query, 1, pad_previous=False)
+        assert retriever.index.chunks[hits[0].chunk_id].doc_id == "island", query
+
+
+def test_continue_rebuilds_a_missing_dense_file_and_checks_the_index_first(
+    tmp_path: Path,
+) -> None:
+    from kbqa.retrieval.index import continue_index
+
+    out = tmp_path / "idx"
+    build_index(DOCS, out, HashEmbedder(), progress=False)
+    (out / "dense.faiss").unlink()
+    assert continue_index(out, progress=False).embedded_chunks == len(DOCS)
+    assert load_index(out).dense.ntotal == len(DOCS)
+
+    pending = tmp_path / "pending"
+    build_index(DOCS, pending, HashEmbedder(), progress=False, dense="later")
+    lines = (pending / "chunks.jsonl").read_text().splitlines()
+    (pending / "chunks.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(IndexLoadError, match="counts disagree"):
+        continue_index(pending, progress=False)
+    assert json.loads((pending / "manifest.json").read_text())["dense"] == "pending"
+
+
+def test_continue_messages_for_missing_file_and_sub_index(tmp_path: Path) -> None:
+    from kbqa.retrieval.index import continue_index
+
+    with pytest.raises(IndexLoadError, match="index not found"):
+        continue_index(tmp_path / "none", progress=False)
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(IndexLoadError, match="is a file"):
+        continue_index(tmp_path / "afile", progress=False)
+    parts = {"coverage": StrategyInput(DOCS, 800, 150), "precision": StrategyInput(DOCS, 1000, 150)}
+    build_indexes(parts, tmp_path / "both", HashEmbedder(), progress=False, dense="later")
+    with pytest.raises(IndexLoadError, match="part of the index"):
+        continue_index(tmp_path / "both" / "precision", progress=False)
+
+
+def test_bm25_first_rebuild_keeps_an_interrupted_builds_vectors(tmp_path: Path) -> None:
+    from kbqa.retrieval.index import continue_index
+
+    docs = [Document(f"d{i}", "", f"document number {i} says something {i}.") for i in range(100)]
+    out = tmp_path / "idx"
+    with pytest.raises(KeyboardInterrupt):
+        build_index(docs, out, CountingEmbedder(fail_after=2), progress=False)
+    build_index(docs, out, HashEmbedder(), progress=False, dense="later")
+    report = continue_index(out, progress=False)
+    assert report.resumed_chunks == 64
+
+
+def test_a_second_writer_of_the_same_index_is_refused(tmp_path: Path) -> None:
+    from kbqa.retrieval.index import _BuildLock
+
+    out = tmp_path / "idx"
+    with _BuildLock(out), pytest.raises(InputError, match="another `kbqa index` is writing"):
+        build_index(DOCS, out, HashEmbedder(), progress=False)
+    build_index(DOCS, out, HashEmbedder(), progress=False)  # free again
+    assert not (tmp_path / ".idx.lock").exists()

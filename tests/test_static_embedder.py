@@ -157,3 +157,34 @@ def test_an_index_refuses_queries_from_another_embedder(tmp_path: Path) -> None:
         load_retriever(str(static_idx), "e5")
     with pytest.raises(IndexLoadError, match="built with embedder 'fake/hash'"):
         load_retriever(str(hash_idx), "static")
+
+
+def test_static_fitted_dimension_is_recorded_and_bad_tables_are_named(tmp_path: Path) -> None:
+    import json
+    import zipfile
+
+    out = tmp_path / "idx"
+    build_index(DOCS, out, load_embedder("static"), progress=False)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["embedding_dim"] == load_index(out).dense.d  # fewer words than 256
+    (out / STATIC_DIR / "table.npz").write_bytes((out / STATIC_DIR / "table.npz").read_bytes()[:500])
+    with pytest.raises(IndexLoadError, match="missing or corrupt"):
+        load_static(out)
+    assert zipfile.BadZipFile  # the error a truncated .npz raises
+
+
+def test_static_build_without_words_is_a_clear_error(tmp_path: Path) -> None:
+    from kbqa.corpus.loaders import Document
+    from kbqa.errors import InputError
+
+    docs = [Document("e", "", "😀😀😀 🎉🎉 👍", "https://example.org/party-page")]
+    with pytest.raises(InputError, match="no word in any chunk"):
+        build_index(docs, tmp_path / "idx", load_embedder("static"), progress=False)
+
+
+def test_query_without_known_words_gets_no_dense_hits(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    build_index(DOCS, out, HashEmbedder(), progress=False)
+    retriever = load_retriever(str(out), "")
+    assert retriever.search_dense("😀", 3) == {}
+    assert retriever.retrieve("😀", 3) == []

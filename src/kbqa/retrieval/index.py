@@ -37,6 +37,7 @@ from kbqa.corpus.loaders import Document
 from kbqa.errors import IndexLoadError, InputError
 from kbqa.retrieval.embedders import Embedder, load_embedder
 from kbqa.retrieval.static import STATIC_DIR, StaticDistiller, count_words, vocabulary
+from kbqa.retrieval.static import STATIC_EMBEDDER as STATIC_EMBEDDER_ID
 from kbqa.retrieval.tokenizer import (
     TERMS_WORDS,
     TERMS_WORDS_NGRAMS,
@@ -281,8 +282,6 @@ def _build(
     multi: bool,
     dense: DenseWhen,
 ) -> BuildReport:
-    import bm25s
-    from tqdm import tqdm
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs each build step at DEBUG
     out = Path(out).resolve()
@@ -310,6 +309,33 @@ def _build(
 
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write index to {out}: {exc.strerror or exc}") from None
+    with _BuildLock(out):
+        return _write_index(
+            chunked, parts, out, embedder, report, source=source, progress=progress,
+            reuse=reuse, multi=multi, dense=dense,
+        )  # fmt: skip
+
+
+def _write_index(
+    chunked: dict[str, tuple[int, list[Chunk]]],
+    parts: dict[str, StrategyInput],
+    out: Path,
+    embedder: Embedder,
+    report: BuildReport,
+    *,
+    source: str | Path | None,
+    progress: bool,
+    reuse: bool,
+    multi: bool,
+    dense: DenseWhen,
+) -> BuildReport:
+    """BM25, dense part and manifests into a temporary sibling of ``out``, then swapped in."""
+    import bm25s
+    from tqdm import tqdm
+
+    try:
         _remove_stale_temp_dirs(out)
         tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -333,10 +359,11 @@ def _build(
             retriever.save(str((tmp / name if multi else tmp) / BM25_DIR), show_progress=False)
         report.stage_seconds["bm25"] = time.perf_counter() - t0
 
+        dim = embedder.dim
         if dense == "now" and embedder.dim > 0:
             t0 = time.perf_counter()
             part_dirs = {name: tmp / name if multi else tmp for name in chunked}
-            _add_dense(
+            dim = _add_dense(
                 part_dirs,
                 {name: chunks for name, (_, chunks) in chunked.items()},
                 embedder,
@@ -344,14 +371,14 @@ def _build(
                 report,
                 progress=progress,
                 reuse=reuse,
-            )
+            ).dim  # the static table's PCA may give fewer dimensions than asked
             report.stage_seconds["dense"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         base = {
             "format_version": FORMAT_VERSION,
             "kbqa_version": __version__,
             "embedder": embedder.id,
-            "embedding_dim": embedder.dim,
+            "embedding_dim": dim,
             "dense": "none" if embedder.dim == 0 else ("ready" if dense == "now" else "pending"),
             "bm25_terms": TERMS_WORDS_NGRAMS,
         }
@@ -404,7 +431,8 @@ def _build(
             )
             _write_json(tmp / MANIFEST, top)
         _replace_dir(tmp, out)
-        _clear_caches(out)
+        if dense == "now":  # a BM25-first build keeps an interrupted build's vectors for later
+            _clear_caches(out)
         report.stage_seconds["write"] = time.perf_counter() - t0
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -729,6 +757,11 @@ def _add_dense(
         t0 = time.perf_counter()
         counts = count_words(texts)
         words = vocabulary(counts)
+        if not words:
+            raise InputError(
+                "the static embedder found no word in any chunk's title or text (only symbols); "
+                "use --embedder none or e5"
+            )
         teacher = EmbeddingCache(out, embedder.teacher, words, kind="teacher")
         report.resumed_words = teacher.done_chunks()
         word_vectors = teacher.embed_all(desc="distil words", unit="word", progress=progress)
@@ -813,6 +846,27 @@ def continue_index(
     """
     t0 = time.perf_counter()
     out = Path(path).resolve()
+    if out.exists() and not out.is_dir():
+        raise IndexLoadError(f"{out} is a file, not an index directory")
+    if not out.exists():
+        resumable = interrupted_build(out)
+        hint = (
+            f"; {resumable}: run the same `kbqa index KB --out {out}` command to resume it"
+            if resumable
+            else f" (build one with `kbqa index KB --out {out} --dense later`)"
+        )
+        raise IndexLoadError(f"index not found: {out}{hint}")
+    parent = out.parent / MANIFEST
+    if parent.is_file():
+        try:
+            above = json.loads(parent.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            above = None
+        if isinstance(above, dict) and out.name in (above.get("indexes") or {}):
+            raise IndexLoadError(
+                f"{out} is the {out.name!r} part of the index {out.parent}; continue that "
+                f"directory instead (kbqa index --continue --out {out.parent})"
+            )
     top = _read_manifest(out)
     names = list(top["indexes"]) if isinstance(top.get("indexes"), dict) else []
     part_dirs = {n: out / n for n in names} if names else {"": out}
@@ -822,17 +876,19 @@ def continue_index(
             f"{out} was built without a dense part (--embedder none); to add one, rebuild it "
             "with --embedder static or e5 (--dense later keeps BM25 usable meanwhile)"
         )
-    if all(_read_manifest(d).get("dense", "ready") == "ready" for d in part_dirs.values()):
+    static = top.get("embedder") == STATIC_EMBEDDER_ID
+
+    def complete(d: Path) -> bool:
+        files_there = (d / DENSE).is_file() and (not static or (d / STATIC_DIR).is_dir())
+        return _read_manifest(d).get("dense", "ready") == "ready" and files_there
+
+    if all(complete(d) for d in part_dirs.values()):
         return report
     chunks: dict[str, list[Chunk]] = {}
     for name, d in part_dirs.items():
-        try:
-            with (d / CHUNKS).open(encoding="utf-8") as fh:
-                chunks[name] = [Chunk(**json.loads(line)) for line in fh]
-        except (OSError, ValueError, TypeError) as exc:
-            raise IndexLoadError(
-                f"{d / CHUNKS} is missing or corrupt ({exc}); rebuild the index"
-            ) from None
+        # the same checks as a query would make (counts, chunk store, BM25), before any work
+        _check_lexical_part(d)
+        chunks[name] = _read_chunks(d)
         report.chunks += len(chunks[name])
     if embedder is None:
         embedder = load_embedder(str(top["embedder"]))
@@ -840,10 +896,14 @@ def continue_index(
         raise IndexLoadError(
             f"{out} was built for embedder {top['embedder']!r}, not {embedder.id!r}"
         )
-    _add_dense(part_dirs, chunks, embedder, out, report, progress=progress, reuse=False)
+    with _BuildLock(out):
+        fitted = _add_dense(
+            part_dirs, chunks, embedder, out, report, progress=progress, reuse=False
+        )
     for d in [*part_dirs.values(), out] if names else [out]:
         manifest = _read_manifest(d)
         manifest["dense"] = "ready"
+        manifest["embedding_dim"] = fitted.dim
         staging = d / f".{MANIFEST}.tmp-{os.getpid()}"
         _write_json(staging, manifest)
         os.replace(staging, d / MANIFEST)
@@ -851,6 +911,65 @@ def continue_index(
     report.stage_seconds["dense"] = time.perf_counter() - t0
     report.peak_rss_mib = peak_rss_mib()
     return report
+
+
+def _read_chunks(d: Path) -> list[Chunk]:
+    try:
+        with (d / CHUNKS).open(encoding="utf-8") as fh:
+            return [Chunk(**json.loads(line)) for line in fh]
+    except (OSError, ValueError, TypeError) as exc:
+        raise IndexLoadError(
+            f"{d / CHUNKS} is missing or corrupt ({exc}); rebuild the index"
+        ) from None
+
+
+def _check_lexical_part(d: Path) -> None:
+    """Raise :class:`IndexLoadError` unless the chunk store, BM25 and manifest of ``d`` agree
+    (what :func:`load_index` checks, without a dense part)."""
+    import bm25s
+
+    manifest = _read_manifest(d)
+    chunks = _read_chunks(d)
+    try:
+        n_bm25 = int(bm25s.BM25.load(str(d / BM25_DIR), show_progress=False).scores["num_docs"])
+    except Exception as exc:  # a missing or corrupt bm25/ surfaces as many exception types
+        raise IndexLoadError(
+            f"{d}: {BM25_DIR}/ is missing or corrupt ({type(exc).__name__}); rebuild the index"
+        ) from None
+    if not len(chunks) == n_bm25 == manifest.get("chunks"):
+        raise IndexLoadError(
+            f"{d}: chunk counts disagree (store {len(chunks)}, bm25 {n_bm25}, manifest "
+            f"{manifest.get('chunks')}); rebuild the index"
+        )
+
+
+class _BuildLock:
+    """An exclusive lock on ``.<out>.lock`` while vectors are written for ``out``: a second
+    build or continuation of the same index stops with an error instead of racing the first."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out.parent / f".{out.name}.lock"
+        self.fh: Any = None
+
+    def __enter__(self) -> None:
+        import fcntl
+
+        self.fh = self.path.open("a+")
+        try:
+            fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.fh.close()
+            raise InputError(
+                f"another `kbqa index` is writing {self.path.parent / self.path.name[1:-5]} "
+                "right now; wait for it to finish (or stop it) and run this again"
+            ) from None
+
+    def __exit__(self, *exc: object) -> None:
+        import fcntl
+
+        fcntl.flock(self.fh, fcntl.LOCK_UN)
+        self.fh.close()
+        self.path.unlink(missing_ok=True)
 
 
 def _read_manifest(d: Path) -> dict[str, Any]:

@@ -102,6 +102,8 @@ class HybridRetriever:
             return {}
         with self._lock:  # the embedder's C engine is not documented as thread-safe
             vec = self.embedder.embed_queries([query])
+        if not np.any(vec):  # no word the embedder knows (emoji, punctuation): no dense hit
+            return {}
         sims, ids = self.index.dense.search(vec, min(n, self.index.dense.ntotal))
         return {int(i): float(s) for i, s in zip(ids[0], sims[0], strict=True) if i >= 0}
 

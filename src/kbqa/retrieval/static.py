@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -182,7 +183,7 @@ class StaticEmbedder:
                 vectors = z["vectors"].astype(np.float32)
                 mean, components = z["mean"], z["components"]
             return cls(words, vectors, mean, components, teacher)
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise IndexLoadError(
                 f"{directory}: the static embedder's table is missing or corrupt ({exc}); "
                 "rebuild the index"

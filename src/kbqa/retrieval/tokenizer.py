@@ -40,13 +40,19 @@ def tokenize(text: str) -> list[str]:
 NGRAM_N = 4
 """Length of the character n-grams added to every word (4 measured best of 3, 4 and 5)."""
 TERMS_WORDS = "words"
-TERMS_WORDS_NGRAMS = f"words+char{NGRAM_N}grams"
+TERMS_WORDS_NGRAMS = f"words+char{NGRAM_N}grams#"
 """How an index's BM25 terms were made (its manifest's ``bm25_terms``)."""
+
+
+NGRAM_PREFIX = "#"
+"""Starts every n-gram term, so that an n-gram never equals a word: the word ``java`` and the
+inner 4-gram of ``javascript`` are different BM25 terms (words never hold ``#``)."""
 
 
 def char_ngrams(token: str, n: int = NGRAM_N) -> list[str]:
     """Character n-grams of a word marked with ``<`` and ``>`` at its ends, as fastText does
-    (Bojanowski et al., 2017): ``"নদীর"`` gives ``<নদী``, ``নদীর``, ``দীর>``.
+    (Bojanowski et al., 2017), each prefixed with :data:`NGRAM_PREFIX`: ``"নদীর"`` gives
+    ``#<নদী``, ``#নদীর``, ``#দীর>``.
 
     The word's inflected forms share most of them (``নদী``, ``নদীর``, ``নদীতে``), which is the
     match Bangla's case suffixes otherwise break. A word of ``n - 2`` or fewer characters
@@ -54,8 +60,8 @@ def char_ngrams(token: str, n: int = NGRAM_N) -> list[str]:
     """
     marked = f"<{token}>"
     if len(marked) <= n:
-        return [marked]
-    return [marked[i : i + n] for i in range(len(marked) - n + 1)]
+        return [NGRAM_PREFIX + marked]
+    return [NGRAM_PREFIX + marked[i : i + n] for i in range(len(marked) - n + 1)]
 
 
 def with_ngrams(tokens: list[str], n: int = NGRAM_N) -> list[str]:

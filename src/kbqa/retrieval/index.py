@@ -282,7 +282,7 @@ def _build(
     multi: bool,
     dense: DenseWhen,
 ) -> BuildReport:
-
+    """Chunk every part, then write the index while holding the index's build lock."""
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs each build step at DEBUG
     out = Path(out).resolve()
     _check_replaceable(out)
@@ -448,6 +448,16 @@ INDEX_ENTRIES = frozenset({MANIFEST, CHUNKS, BM25_DIR, DENSE, RECURRING_BLOCKS, 
 """What an index directory holds; a directory with anything else is never replaced."""
 
 
+def _is_sub_index(out: Path) -> bool:
+    """``out`` is one strategy's part of a ``--strategy both`` directory (its parent's manifest
+    lists it)."""
+    try:
+        top = json.loads((out.parent / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(top, dict) and out.name in (top.get("indexes") or {})
+
+
 def _check_replaceable(out: Path) -> None:
     """Refuse to write an index over anything but an empty directory or a kbqa index (intact
     or corrupt): replacing the directory would delete every other file in it.
@@ -456,17 +466,11 @@ def _check_replaceable(out: Path) -> None:
         InputError: ``out`` is a file, holds files kbqa did not write, has a manifest kbqa did
             not write, or is one sub-index of a ``--strategy both`` directory.
     """
-    parent_manifest = out.parent / MANIFEST
-    if parent_manifest.is_file():
-        try:
-            top = json.loads(parent_manifest.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            top = None
-        if isinstance(top, dict) and out.name in (top.get("indexes") or {}):
-            raise InputError(
-                f"{out} is the {out.name!r} part of the index {out.parent}; rebuild that "
-                "directory instead (kbqa index KB --out DIR --strategy both)"
-            )
+    if _is_sub_index(out):
+        raise InputError(
+            f"{out} is the {out.name!r} part of the index {out.parent}; rebuild that "
+            "directory instead (kbqa index KB --out DIR --strategy both)"
+        )
     if not out.exists():
         return
     if not out.is_dir():
@@ -856,17 +860,11 @@ def continue_index(
             else f" (build one with `kbqa index KB --out {out} --dense later`)"
         )
         raise IndexLoadError(f"index not found: {out}{hint}")
-    parent = out.parent / MANIFEST
-    if parent.is_file():
-        try:
-            above = json.loads(parent.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            above = None
-        if isinstance(above, dict) and out.name in (above.get("indexes") or {}):
-            raise IndexLoadError(
-                f"{out} is the {out.name!r} part of the index {out.parent}; continue that "
-                f"directory instead (kbqa index --continue --out {out.parent})"
-            )
+    if _is_sub_index(out):
+        raise IndexLoadError(
+            f"{out} is the {out.name!r} part of the index {out.parent}; continue that "
+            f"directory instead (kbqa index --continue --out {out.parent})"
+        )
     top = _read_manifest(out)
     names = list(top["indexes"]) if isinstance(top.get("indexes"), dict) else []
     part_dirs = {n: out / n for n in names} if names else {"": out}

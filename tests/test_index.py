@@ -132,7 +132,7 @@ class CountingEmbedder(HashEmbedder):
 
 
 def test_interrupted_build_resumes_without_re_embedding(tmp_path: Path) -> None:
-    import kbqa.retrieval.index as index_mod
+    import kbqa.retrieval.embed_cache as index_mod
 
     docs = [Document(f"d{i}", "", f"document number {i} says something {i}.") for i in range(100)]
     batches = -(-100 // index_mod.EMBED_BATCH)
@@ -292,8 +292,9 @@ def test_bm25_first_index_answers_before_its_dense_part_and_fuses_after(tmp_path
 
 
 def test_interrupted_continuation_resumes(tmp_path: Path) -> None:
-    import kbqa.retrieval.index as index_mod
-    from kbqa.retrieval.index import BuildInterrupted, continue_index, interrupted_build
+    import kbqa.retrieval.embed_cache as index_mod
+    from kbqa.retrieval.embed_cache import BuildInterrupted, interrupted_build
+    from kbqa.retrieval.index import continue_index
 
     docs = [Document(f"d{i}", "", f"document number {i} says something {i}.") for i in range(100)]
     out = tmp_path / "idx"
@@ -457,7 +458,7 @@ def test_bm25_first_rebuild_keeps_an_interrupted_builds_vectors(tmp_path: Path) 
 
 
 def test_a_second_writer_of_the_same_index_is_refused(tmp_path: Path) -> None:
-    from kbqa.retrieval.index import _BuildLock
+    from kbqa.retrieval.embed_cache import _BuildLock
 
     out = tmp_path / "idx"
     with _BuildLock(out), pytest.raises(InputError, match="another `kbqa index` is writing"):

@@ -133,13 +133,9 @@ def index(
     from kbqa.corpus.boilerplate import BoilerplateModel
     from kbqa.corpus.loaders import load_documents
     from kbqa.corpus.strategies import STRATEGIES, clean_documents, get_strategy
+    from kbqa.retrieval.embed_cache import BuildInterrupted
     from kbqa.retrieval.embedders import load_embedder
-    from kbqa.retrieval.index import (
-        RECURRING_BLOCKS,
-        BuildInterrupted,
-        StrategyInput,
-        build_indexes,
-    )
+    from kbqa.retrieval.index import RECURRING_BLOCKS, StrategyInput, build_indexes
 
     if continue_:
         if kb is not None:
@@ -301,7 +297,8 @@ def _interrupted(exc: Any) -> NoReturn:
 def _continue_index(out: Path) -> None:
     from tqdm.contrib.logging import logging_redirect_tqdm
 
-    from kbqa.retrieval.index import BuildInterrupted, continue_index
+    from kbqa.retrieval.embed_cache import BuildInterrupted
+    from kbqa.retrieval.index import continue_index
 
     _interrupt_on_sigterm()
     t0 = time.perf_counter()

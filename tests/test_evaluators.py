@@ -108,6 +108,17 @@ def test_trajectory() -> None:
     assert expected_route(ref(), max_retries=0) == DIRECT
 
 
+def test_an_answered_question_passes_the_cross_check_and_the_verifier() -> None:
+    answered = expected_route(ref("x"), cross_check=True, verify=True)
+    assert answered == [*DIRECT[:-1], "cross_check", "verify", "finalize"]
+    traj = trajectory_evaluator(cross_check=True)
+    route = [*DIRECT[:-1], "cross_check", "cross_check: agrees", "finalize"]
+    assert traj(out("x", route=route), ref("x"))["score"] == 1.0
+    assert traj(out("x", route=DIRECT), ref("x"))["score"] == 0.0
+    # an abstention never reaches the cross-check
+    assert "cross_check" not in expected_route(ref(), cross_check=True)
+
+
 def test_score_all_skips_not_applicable() -> None:
     scores = score_all(out("", True, route=RETRIED, retrieved_doc_ids=["d1"]), ref())
     assert scores["exact_match"] == 1.0 and scores["trajectory"] == 1.0

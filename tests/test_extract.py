@@ -113,3 +113,14 @@ def test_bare_yes_no_in_the_question_language(answer: str, language: str, expect
 )
 def test_snap_to_context(answer: str, qtype: str, passage: str, expected: str) -> None:
     assert snap_to_context(answer, qtype, [passage]) == expected
+
+
+def test_an_extraction_carries_its_sentence_for_the_cross_check() -> None:
+    from kbqa.nodes.cross_check import agrees
+
+    found = extract_answer("পদ্মা নদীর দৈর্ঘ্য কত?", "number", PASSAGES)
+    assert found is not None and found.sentence == "পদ্মা নদীর দৈর্ঘ্য ১২০ কিলোমিটার।"
+    assert agrees("120", found)  # digits folded: shares a word with the span
+    assert agrees("পদ্মা নদীর", found)  # no shared word with the span, but in its sentence
+    assert not agrees("১৯৫০", found)  # read from another sentence
+    assert not agrees("", found)

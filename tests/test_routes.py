@@ -46,7 +46,9 @@ def script(*answers: str) -> str:
 
 
 def run(index: Path, model: str, **kw: object) -> dict:
-    settings: dict[str, object] = {"web_search": "test-down"}
+    """The graph on ``QUESTION``; the cross-check is off unless a test turns it on, so each
+    test's script spells out the other stages (the cross-check's tests are below)."""
+    settings: dict[str, object] = {"web_search": "test-down", "cross_check": "off"}
     ctx = Context(index_dir=str(index), embedder="fake/hash", model=model, **settings | kw)  # type: ignore[arg-type]
     return dict(graph.invoke({"question": QUESTION}, context=ctx))
 
@@ -121,6 +123,44 @@ def test_llm_unavailable_uses_the_extractor(both_index: Path, tmp_path: Path) ->
     assert out["answered_by"] == "extract" and not out["abstained"]
     off = run(both_index, "fake/abstain", use_llm=False)
     assert off["route"] == ["classify", "retrieve", "extract", "finalize"]
+
+
+def test_the_cross_check_keeps_an_answer_from_the_questions_sentence(both_index: Path) -> None:
+    # the extractor's span is "বৃহত্তম শহর" from "ঢাকা বাংলাদেশের রাজধানী ও বৃহত্তম শহর।"
+    out = run(both_index, script("ঢাকা", "ঢাকা"), cross_check="auto")
+    assert out["route"] == [*HEAD, "cross_check", "cross_check: agrees", "verify", "finalize"]
+    assert (out["answer"], out["answered_by"]) == ("ঢাকা", "generate")
+    assert [s["stage"] for s in out["stage_answers"]] == ["generate", "cross_check", "verify"]
+
+
+def test_the_cross_check_replaces_an_answer_read_elsewhere(both_index: Path) -> None:
+    # "বুড়িগঙ্গা" is in the context, but not in the sentence the question points at
+    out = run(both_index, script("বুড়িগঙ্গা", "বৃহত্তম শহর"), cross_check="auto")
+    assert out["route"] == [*HEAD, "cross_check", "cross_check: extractor", "verify", "finalize"]
+    assert (out["answer"], out["answered_by"]) == ("বৃহত্তম শহর", "cross_check")
+    changes = [(s["stage"], s["answer"]) for s in out["stage_answers"]]
+    assert changes == [
+        ("generate", "বুড়িগঙ্গা"), ("cross_check", "বৃহত্তম শহর"), ("verify", "বৃহত্তম শহর")
+    ]  # fmt: skip
+
+
+def test_the_cross_check_leaves_english_alone_unless_on(both_index: Path) -> None:
+    ctx = {"index_dir": str(both_index), "embedder": "fake/hash", "web_search": "off",
+           "verify": False}  # fmt: skip
+    question = {"question": "Which river does Paris lie on?"}
+    auto = graph.invoke(question, context=Context(**ctx, model=script("nowhere")))
+    assert auto["route"] == [*HEAD, "cross_check", "cross_check: skipped (en)", "finalize"]
+    assert auto["answer"] == "nowhere"
+    on = graph.invoke(question, context=Context(**ctx, model=script("nowhere"), cross_check="on"))
+    assert on["route"][4:6] == ["cross_check", "cross_check: extractor"]
+    assert on["answer"] != "nowhere" and on["answered_by"] == "cross_check"
+
+
+def test_abstentions_skip_the_cross_check(both_index: Path) -> None:
+    out = run(both_index, script(ABST), cross_check="on", fallback=False, verify=False)
+    assert out["route"] == [*HEAD, *RETRY, "web_search", "web: unavailable", "finalize"]
+    with pytest.raises(ValueError, match="cross_check must be auto, on or off, got 'yes'"):
+        Context(cross_check="yes")  # type: ignore[arg-type]
 
 
 def test_switches_remove_their_nodes(both_index: Path) -> None:

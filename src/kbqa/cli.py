@@ -458,6 +458,13 @@ ThresholdOpt = Annotated[
         max=1.0,
     ),
 ]
+CrossCheckOpt = Annotated[
+    str,
+    typer.Option(
+        help="Check the reader's answer against the pattern extractor's span and take the "
+        "extractor's when they share no word: auto (Bangla only), on or off."
+    ),
+]
 GroundingOpt = Annotated[
     str,
     typer.Option(
@@ -478,9 +485,11 @@ def _stages(
     reader_adapter: str = "",
     grounding: str = DEFAULT_GROUNDING,
     abstention_threshold: float | None = None,
+    cross_check: str = "auto",
 ) -> dict[str, object]:
     return {
         "reader_adapter": reader_adapter,
+        "cross_check": cross_check,
         "grounding": grounding,
         "abstention_threshold": abstention_threshold,
         "max_retries": max_retries,
@@ -516,6 +525,7 @@ def ask(
     reader_adapter: AdapterOpt = "",
     grounding: GroundingOpt = DEFAULT_GROUNDING,
     abstention_threshold: ThresholdOpt = None,
+    cross_check: CrossCheckOpt = "auto",
 ) -> None:
     """Answer one question from an index, with sources and the route taken."""
     from kbqa.evals.tracing import flush_traces
@@ -526,7 +536,7 @@ def ask(
         _fail("question is empty: ask a non-empty question")
     stages = _stages(
         llm, verify, verifier_model, fallback, web_search, web_timeout, max_retries,
-        reader_adapter, grounding, abstention_threshold,
+        reader_adapter, grounding, abstention_threshold, cross_check,
     )  # fmt: skip
     ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx, **stages)
     try:
@@ -669,6 +679,7 @@ def eval_run(
     reader_adapter: AdapterOpt = "",
     grounding: GroundingOpt = DEFAULT_GROUNDING,
     abstention_threshold: ThresholdOpt = None,
+    cross_check: CrossCheckOpt = "auto",
 ) -> None:
     """Score the graph on a question file: EM, F1, containment, abstention, recall@k,
     answer-in-context, trajectory, stage attribution; resumable; report with plots."""
@@ -687,7 +698,7 @@ def eval_run(
         _fail("use --ablate or --models, not both")
     stages = _stages(
         llm, verify, verifier_model, fallback, web_search, web_timeout, max_retries,
-        reader_adapter, grounding, abstention_threshold,
+        reader_adapter, grounding, abstention_threshold, cross_check,
     )  # fmt: skip
     ctx = _context(index_dir, model, k, embedder, n_ctx=n_ctx, **stages)
     run_dir = out or _default_run_dir(questions, model, ablate, models, index_dir)
@@ -751,6 +762,8 @@ def eval_run(
                 str(max_retries),
                 "--grounding",
                 grounding,
+                "--cross-check",
+                cross_check,
             ]
             if abstention_threshold is not None:
                 shared += ["--abstention-threshold", str(abstention_threshold)]

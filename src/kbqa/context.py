@@ -110,6 +110,14 @@ class Context:
             "model cannot be loaded."
         },
     )
+    cross_check: Literal["auto", "on", "off"] = field(
+        default="auto",
+        metadata={
+            "description": "Check the reader's span against the pattern extractor's on the same "
+            "context and take the extractor's when they share no word: auto = Bangla questions "
+            "only (where it was measured to help), on = all, off = never."
+        },
+    )
     verify: bool = field(
         default=True,
         metadata={"description": "Run the verifier on the answer (HybridRAG-BN's refinement)."},
@@ -185,6 +193,8 @@ class Context:
             raise ValueError(
                 f"abstention_threshold must be in [0, 1], got {self.abstention_threshold!r}"
             )
+        if self.cross_check not in ("auto", "on", "off"):
+            raise ValueError(f"cross_check must be auto, on or off, got {self.cross_check!r}")
         if self.grounding not in GROUNDING_MODES:
             raise ValueError(
                 f"grounding must be one of {', '.join(GROUNDING_MODES)}, got {self.grounding!r}"

@@ -2,18 +2,20 @@
 
 ::
 
-    START -> classify -> retrieve -+-> generate -> check_abstention -+-> verify -+-> finalize -> END
-                                   |       ^                         |           |      ^  ^  ^
-                                   |       +------ retry <-----------+           |      |  |  |
-                                   |           (abstained, retries < max)        v      |  |  |
-                                   |                                  fallback --+------+  |  |
-                                   |                      (still abstained)  v             |  |
-                                   |                                  web_search ----------+  |
-                                   +-> extract (no LLM) --------------------------------------+
+    START -> classify -> retrieve -> generate -> check_abstention -+-> cross_check -> verify
+                            |          ^                           |   (an answer)      |
+                            |          +--------- retry <----------+                    v
+                            |          (abstained, retries < max)  |                finalize -> END
+                            |                                      +-> verify -> fallback
+                            |           (still abstained; each         -> web_search -> finalize
+                            |            stage when switched on)
+                            +-> extract (no LLM) -> finalize
 
 The decisions are conditional edges (:func:`~kbqa.nodes.route_after_retrieve`: no LLM ->
 extract; :func:`~kbqa.nodes.route_after_generate`: the LLM failed at run time -> extract;
-:func:`~kbqa.nodes.route_after_check`, :func:`~kbqa.nodes.route_unresolved`): retry runs at
+:func:`~kbqa.nodes.route_after_check`: an answer goes to ``cross_check`` (unless off), an
+abstention to retry, then fallback and web search; :func:`~kbqa.nodes.route_after_cross_check`,
+:func:`~kbqa.nodes.route_unresolved`): retry runs at
 most ``max_retries`` times (counted in ``retries``), fallback and web search at most once
 each, and each can be switched off in :class:`~kbqa.context.Context`. The longest route is
 17 node runs (``max_retries`` = 3), below LangGraph's recursion limit of 25.
@@ -28,6 +30,7 @@ from kbqa.context import Context
 from kbqa.nodes import (
     check_abstention,
     classify,
+    cross_check,
     extract,
     fallback,
     finalize,
@@ -35,6 +38,7 @@ from kbqa.nodes import (
     retrieve,
     retry,
     route_after_check,
+    route_after_cross_check,
     route_after_generate,
     route_after_retrieve,
     route_unresolved,
@@ -54,6 +58,7 @@ def build_graph() -> CompiledStateGraph[State, Context, InputState, OutputState]
     builder.add_node("retrieve", retrieve)
     builder.add_node("generate", generate)
     builder.add_node("check_abstention", check_abstention)
+    builder.add_node("cross_check", cross_check)
     builder.add_node("retry", retry)
     builder.add_node("verify", verify)
     builder.add_node("fallback", fallback)
@@ -67,8 +72,9 @@ def build_graph() -> CompiledStateGraph[State, Context, InputState, OutputState]
     builder.add_conditional_edges(
         "check_abstention",
         route_after_check,
-        ["retry", "verify", "fallback", "web_search", "finalize"],
+        ["retry", "cross_check", "verify", "fallback", "web_search", "finalize"],
     )
+    builder.add_conditional_edges("cross_check", route_after_cross_check, ["verify", "finalize"])
     builder.add_edge("retry", "generate")
     builder.add_conditional_edges(
         "verify", route_unresolved, ["fallback", "web_search", "finalize"]

@@ -86,8 +86,8 @@ class OutputState(TypedDict, total=False):
         route: Names of the nodes that ran, in order, plus ``fallback: unavailable``,
             ``web: unavailable`` or ``web: no results`` after a node that could not run.
         retries: How many times the retry node ran.
-        answered_by: Node that produced the final answer: ``generate``, ``retry``, ``verify``,
-            ``fallback``, ``web_search`` or ``extract``.
+        answered_by: Node that produced the final answer: ``generate``, ``retry``,
+            ``cross_check``, ``verify``, ``fallback``, ``web_search`` or ``extract``.
         language: ``bn`` or ``en`` (classify).
         question_type: person, date, number, location, email, list, yes/no or
             other (classify).

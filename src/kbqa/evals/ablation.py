@@ -73,13 +73,18 @@ def ablations(ctx: Context, *, has_dense: bool = True) -> list[tuple[str, dict[s
         ("no padding", {"pad_previous": False}),
         ("no retry", {"max_retries": 0}),
     ]
-    stages = {"verify": ctx.verify, "fallback": ctx.fallback, "web_search": ctx.web_search != "off"}
-    off = {"verify": False, "fallback": False, "web_search": "off"}
+    stages = {
+        "cross_check": ctx.cross_check != "off",
+        "verify": ctx.verify,
+        "fallback": ctx.fallback,
+        "web_search": ctx.web_search != "off",
+    }
+    off = {"cross_check": "off", "verify": False, "fallback": False, "web_search": "off"}
     for name, on in stages.items():
         if on:
             rows.append((f"no {name.replace('_', ' ')}", {name: off[name]}))
     if sum(stages.values()) > 1:
-        rows.append(("skeleton (no verify, fallback, web)", off))
+        rows.append(("skeleton (no cross-check, verify, fallback, web)", off))
     rows.append(("no LLM (pattern extractor)", {"use_llm": False}))
     return rows
 

@@ -131,6 +131,7 @@ def route_stages(ctx: Any) -> dict[str, Any]:
     arguments for :func:`expected_route`, :func:`trajectory_evaluator` and :func:`score_all`."""
     return {
         "max_retries": ctx.max_retries,
+        "cross_check": ctx.cross_check != "off",
         "verify": ctx.verify,
         "fallback": ctx.fallback,
         "web_search": ctx.web_search != "off",
@@ -142,6 +143,7 @@ def expected_route(
     reference_outputs: dict[str, Any],
     max_retries: int = 1,
     *,
+    cross_check: bool = False,
     verify: bool = False,
     fallback: bool = False,
     web_search: bool = False,
@@ -151,8 +153,9 @@ def expected_route(
     ``web: unavailable`` are not part of it).
 
     ``reference_outputs["route"]`` when given. Otherwise an answerable question is answered on
-    the first pass (:data:`DIRECT_ROUTE`, then ``verify`` when on), and an unanswerable one
-    abstains through every retry, the verifier, the fallback and the web search that are on.
+    the first pass (:data:`DIRECT_ROUTE`, then ``cross_check`` and ``verify`` when on), and an
+    unanswerable one abstains through every retry, the verifier, the fallback and the web
+    search that are on.
     Without an LLM, both go ``classify, retrieve, extract, finalize``.
     """
     if reference_outputs.get("route"):
@@ -161,7 +164,12 @@ def expected_route(
     if not use_llm:
         return [*head[:2], "extract", "finalize"]
     if reference_outputs.get("answerable", True):
-        return head + (["verify"] if verify else []) + ["finalize"]
+        return (
+            head
+            + (["cross_check"] if cross_check else [])
+            + (["verify"] if verify else [])
+            + ["finalize"]
+        )
     tail = ["retry", "generate", "check_abstention"] * max_retries
     stages = [name for name, on in (("verify", verify), ("fallback", fallback),
                                     ("web_search", web_search)) if on]  # fmt: skip
@@ -171,7 +179,8 @@ def expected_route(
 def trajectory_evaluator(max_retries: int = 1, **stages: bool) -> Evaluator:
     """``trajectory``: 1 when the route the graph took (its node names) equals
     :func:`expected_route` (as in LangGraph's CRAG evaluation, which compares tool-call
-    trajectories). ``stages``: ``verify``, ``fallback``, ``web_search``, ``use_llm``."""
+    trajectories). ``stages``: ``cross_check``, ``verify``, ``fallback``, ``web_search``,
+    ``use_llm``."""
 
     def trajectory(outputs: dict[str, Any], reference_outputs: dict[str, Any]) -> EvaluatorResult:
         route = [r for r in outputs.get("route") or [] if ": " not in r]

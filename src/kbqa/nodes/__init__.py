@@ -8,6 +8,7 @@ from kbqa.nodes.check_abstention import (
     route_unresolved,
 )
 from kbqa.nodes.classify import classify
+from kbqa.nodes.cross_check import cross_check, route_after_cross_check
 from kbqa.nodes.extract import extract, extract_answer
 from kbqa.nodes.fallback import fallback
 from kbqa.nodes.finalize import clean_answer, finalize, postprocess
@@ -21,6 +22,7 @@ __all__ = [
     "check_abstention",
     "classify",
     "clean_answer",
+    "cross_check",
     "extract",
     "extract_answer",
     "fallback",
@@ -31,6 +33,7 @@ __all__ = [
     "retrieve",
     "retry",
     "route_after_check",
+    "route_after_cross_check",
     "route_after_generate",
     "route_after_retrieve",
     "route_unresolved",

@@ -171,12 +171,13 @@ STOPWORDS = frozenset(
 @dataclass(frozen=True, slots=True)
 class Extraction:
     """An extracted span: the answer, the pattern that found it (or ``overlap``), the chunk it
-    came from and the overlap score of its sentence."""
+    came from, the overlap score of its sentence and the sentence itself."""
 
     answer: str
     method: str
     chunk_id: int
     score: float
+    sentence: str = ""
 
 
 def answer_kind(question: str, question_type: str) -> str:
@@ -226,16 +227,18 @@ def extract_answer(
     kind = answer_kind(question, question_type)
     if kind == "yes/no":
         best = scored[0]
-        return Extraction(YES.get(language, YES["en"]), "yes/no", best[1], best[0])
+        return Extraction(YES.get(language, YES["en"]), "yes/no", best[1], best[0], best[2])
     names = _TYPE_PATTERNS.get(kind, [])
     for score, chunk_id, sent in scored[:SENTENCES_SEARCHED]:  # best sentence first, then
         for name in names:  # the pattern families in order of preference
             for match in PATTERNS[name].finditer(sent):
                 span = " ".join(match.group(0).split()).strip(" ,")
                 if span and not (_content_words(span) and _content_words(span) <= q_words):
-                    return Extraction(span, name, chunk_id, score)
+                    return Extraction(span, name, chunk_id, score, sent)
     score, chunk_id, sent = scored[0]
-    return Extraction(_novel_span(sent, question), "overlap", chunk_id, score) if sent else None
+    if not sent:
+        return None
+    return Extraction(_novel_span(sent, question), "overlap", chunk_id, score, sent)
 
 
 def scored_max(scored: list[tuple[float, int, str]]) -> float:

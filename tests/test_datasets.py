@@ -98,3 +98,36 @@ def test_push_dataset_creates_then_updates_by_name(tmp_path: Path) -> None:
     assert len(client.examples[ds.id]) == 2, "pushing again adds only the missing question"
     b = next(e for e in client.examples[ds.id] if e.id == example_id("b"))
     assert b.outputs == {"answers": [], "doc_id": None, "answerable": False}
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"qid": "a", "question": "x?"}', r"qa.jsonl:1: no 'answers' field"),
+        (
+            '{"qid": "a", "question": "x?", "answer": ["y"]}',
+            r"qa.jsonl:1: unknown field 'answer' \(did you mean 'answers'\?\)",
+        ),
+    ],
+)
+def test_a_missing_or_misspelt_answers_field_is_an_error(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    p = tmp_path / "qa.jsonl"
+    p.write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=message):
+        load_questions(p)
+
+
+def test_only_an_explicit_mark_makes_a_question_unanswerable(tmp_path: Path) -> None:
+    p = tmp_path / "qa.jsonl"
+    p.write_text(
+        '{"qid": 0, "question": "x?", "answerable": false}\n'
+        '{"qid": 1, "question": "y?", "answers": []}\n'
+        '{"qid": 2, "question": "z?", "answers": ["z"], "metadata": {"note": "mine"}}\n',
+        encoding="utf-8",
+    )
+    a, b, c = load_questions(p)
+    assert (a.qid, a.answerable, b.qid, b.answerable, c.qid, c.answerable) == (
+        "0", False, "1", False, "2", True
+    )  # fmt: skip

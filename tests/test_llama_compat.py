@@ -27,3 +27,28 @@ def test_long_tokens_survive_detokenisation(vocab: object) -> None:
     assert vocab.detokenize(ids).decode() == TEXT  # type: ignore[attr-defined]
     with_bos = vocab.tokenize(TEXT.encode(), add_bos=True)  # type: ignore[attr-defined]
     assert vocab.detokenize(with_bos).decode() == TEXT.lstrip()  # type: ignore[attr-defined]
+
+
+def test_a_ctrl_c_during_a_model_load_is_not_lost() -> None:
+    """Issue 15 item 11: llama.cpp's log callback (a ctypes callback) swallowed the
+    KeyboardInterrupt of a Ctrl-C during the load, and the command went on."""
+    import ctypes
+    import os
+    import signal
+
+    import pytest
+
+    from kbqa.llm.chat import deferred_interrupt
+
+    seen: list[str] = []
+    callback = ctypes.CFUNCTYPE(None)(lambda: seen.append("called back"))
+
+    def load() -> None:  # what llama.cpp's load does: C code that calls back into Python
+        os.kill(os.getpid(), signal.SIGINT)
+        callback()
+        seen.append("load finished")
+
+    with pytest.raises(KeyboardInterrupt), deferred_interrupt():
+        load()
+    assert seen == ["called back", "load finished"]  # the load completes, then it stops
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

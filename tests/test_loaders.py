@@ -107,3 +107,48 @@ def test_non_string_fields(tmp_path: Path) -> None:
         list(load_documents(kb))
     kb.write_text('{"doc_id": null, "id": "x", "text": "t"}\n{"doc_id": 7, "text": "t"}\n')
     assert [d.doc_id for d in load_documents(kb)] == ["x", "7"]
+
+
+def test_a_folder_does_not_follow_symbolic_links(tmp_path: Path) -> None:
+    """Issue 15 item 6: a passwd.txt link to /etc/passwd was indexed before."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.txt").write_text("ঢাকা বাংলাদেশের রাজধানী।", encoding="utf-8")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("root:x:0:0", encoding="utf-8")
+    (kb / "passwd.txt").symlink_to(outside)
+    (kb / "inside.txt").symlink_to(kb / "a.txt")  # not followed either: no link is
+    skipped: list[str] = []
+    docs = list(load_documents(kb, skipped=skipped))
+    assert [d.doc_id for d in docs] == ["a.txt"]
+    assert len(skipped) == 2 and all("symbolic link" in m for m in skipped)
+    assert any(str(outside) in m for m in skipped)
+
+
+@pytest.mark.parametrize("kind", ["binary", "unreadable"])
+def test_a_bad_folder_file_is_named_and_skippable(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.txt").write_text("ঢাকা বাংলাদেশের রাজধানী।", encoding="utf-8")
+    bad = kb / "b.txt"
+    if kind == "binary":
+        bad.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))
+        problem = "a binary file"
+    else:
+        bad.write_text("x", encoding="utf-8")
+        read_bytes = Path.read_bytes
+
+        def denied(self: Path) -> bytes:  # chmod 0 does not stop root, who runs CI here
+            if self.name == "b.txt":
+                raise PermissionError(13, "Permission denied")
+            return read_bytes(self)
+
+        monkeypatch.setattr(Path, "read_bytes", denied)
+        problem = "cannot be read"
+    with pytest.raises(InputError, match=rf"b\.txt: {problem}.*--skip-bad-lines"):
+        list(load_documents(kb))
+    skipped: list[str] = []
+    docs = list(load_documents(kb, skip_bad_lines=True, skipped=skipped))
+    assert [d.doc_id for d in docs] == ["a.txt"] and problem in skipped[0]

@@ -19,6 +19,7 @@ from kbqa.errors import KBQAError, ModelError
 from kbqa.finetune.cli import finetune_app
 from kbqa.llm.grounding import DEFAULT_GROUNDING
 from kbqa.llm.models import DEFAULT_MODEL, MODELS
+from kbqa.text import is_blank
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -114,7 +115,12 @@ def index(
     chunk_overlap: Annotated[
         int | None, typer.Option(help="Chunk overlap in characters (default: the strategy's).")
     ] = None,
-    skip_bad_lines: Annotated[bool, typer.Option(help="Skip malformed JSONL lines.")] = False,
+    skip_bad_lines: Annotated[
+        bool,
+        typer.Option(
+            help="Skip malformed JSONL lines, and folder files that are unreadable or not text."
+        ),
+    ] = False,
     reuse: Annotated[
         bool,
         typer.Option(
@@ -221,8 +227,8 @@ def index(
     later = dense == "later" and emb.dim > 0
     typer.echo(f"index written to {out}" + ("  (BM25 only so far)" if later else ""))
     typer.echo(f"documents      {report.documents // len(strats)}")
-    if skipped:  # every pass skips the same lines
-        typer.echo(f"skipped        {len(set(skipped))} bad lines (first: {skipped[0]})")
+    if skipped:  # every pass skips the same lines, files and links
+        typer.echo(f"skipped        {len(set(skipped))} (first: {skipped[0]})")
     rows = boilerplate.report(TOP_BLOCKS)
     n_blocks = sum(len(b) for b in boilerplate.blocks.values())
     typer.echo(f"recurring      {n_blocks} blocks learned" + (", most widespread:" if rows else ""))
@@ -532,7 +538,7 @@ def ask(
     from kbqa.graph import graph
     from kbqa.resources import chat_model_for, retriever_for, verifier_for
 
-    if not question.strip():
+    if is_blank(question):
         _fail("question is empty: ask a non-empty question")
     stages = _stages(
         llm, verify, verifier_model, fallback, web_search, web_timeout, max_retries,

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import regex
 
+from kbqa.text import is_blank
+
 CHUNK_SIZE = 800
 """Target chunk length in characters (HybridRAG-BN coverage pipeline)."""
 CHUNK_OVERLAP = 150
@@ -46,14 +48,16 @@ class Chunk:
 
 
 def clean_text(text: str) -> str:
-    """Light (coverage) cleaning: NFC, control characters dropped, spaces folded.
+    """Light (coverage) cleaning: NFC, control characters dropped, spaces folded, lines with
+    nothing visible (only spaces and format characters, :func:`kbqa.text.is_blank`) dropped.
 
-    Zero-width joiners are kept: Bangla conjuncts such as ``র‍্যাব`` need them.
+    Zero-width joiners inside text are kept: Bangla conjuncts such as ``র‍্যাব`` need them for
+    display; matching removes them (:func:`kbqa.text.normalize_text`).
     """
     text = unicodedata.normalize("NFC", text)
     text = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
     lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
-    return "\n".join(line for line in lines if line)
+    return "\n".join(line for line in lines if not is_blank(line))
 
 
 def split_sentences(text: str) -> list[str]:

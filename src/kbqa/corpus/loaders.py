@@ -7,6 +7,7 @@ JSON Lines format (as ``shared/data/*/kb.jsonl``): one object per line with ``do
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 from kbqa.corpus.html import decode_html, html_to_text
 from kbqa.errors import InputError
+from kbqa.text import is_blank
 
 FOLDER_SUFFIXES = (".txt", ".md", ".html", ".htm")
 
@@ -44,8 +46,10 @@ def load_documents(
         path: A ``.jsonl`` file, a MediaWiki XML dump (``.xml`` / ``.xml.bz2``, see
             :mod:`kbqa.corpus.wikidump`), or a folder holding ``.txt`` / ``.md`` / ``.html``
             files (searched recursively; HTML is converted to text with trafilatura).
-        skip_bad_lines: For JSON Lines, log and skip a malformed line instead of raising.
-        skipped: When given, the message of each skipped line is appended to it.
+        skip_bad_lines: Log and skip a malformed JSON Lines line, or a folder file that cannot
+            be read or is not text, instead of raising.
+        skipped: When given, the message of each skipped line, file or symbolic link (never
+            followed in a folder) is appended to it.
 
     Yields:
         Documents in file order.
@@ -58,7 +62,7 @@ def load_documents(
     if not p.exists():
         raise InputError(f"knowledge base not found: {p}")
     if p.is_dir():
-        yield from _load_folder(p)
+        yield from _load_folder(p, skip_bad_lines=skip_bad_lines, skipped=skipped)
     elif p.name.lower().endswith((".xml", ".xml.bz2")):
         from kbqa.corpus.wikidump import iter_dump
 
@@ -80,8 +84,15 @@ def read_jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any] | Input
     ``(line number, InputError)`` for a line that is not UTF-8, not JSON or not an object.
 
     A UTF-8 byte-order mark at the start of the file is ignored.
+
+    Raises:
+        InputError: The file cannot be opened or read (permissions, a directory).
     """
-    with path.open("rb") as fh:
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+    with fh:
         for lineno, raw in enumerate(fh, start=1):
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
@@ -149,8 +160,8 @@ def _parse_record(obj: dict[str, Any], path: Path, lineno: int) -> Document:
         raise InputError(f"{path}:{lineno}: record has no 'text'")
     if not isinstance(text, str):
         raise InputError(f"{path}:{lineno}: 'text' must be a string, got {type(text).__name__}")
-    if not text.strip():
-        raise InputError(f"{path}:{lineno}: record has no 'text' (it is empty)")
+    if is_blank(text):
+        raise InputError(f"{path}:{lineno}: record has no 'text' (it is empty or invisible)")
     raw_id = obj.get("doc_id") if obj.get("doc_id") is not None else obj.get("id")
     doc_id = _scalar(raw_id, "doc_id", path, lineno).strip() or f"{path.name}:{lineno}"
     return Document(
@@ -161,20 +172,54 @@ def _parse_record(obj: dict[str, Any], path: Path, lineno: int) -> Document:
     )
 
 
-def _load_folder(root: Path) -> Iterator[Document]:
-    files = sorted(
-        f for f in root.rglob("*") if f.is_file() and f.suffix.lower() in FOLDER_SUFFIXES
-    )
+def _load_folder(
+    root: Path, *, skip_bad_lines: bool = False, skipped: list[str] | None = None
+) -> Iterator[Document]:
+    """The folder's ``.txt``/``.md``/``.html`` files, recursively, in path order.
+
+    Symbolic links are not followed (a link may lead out of the folder, to ``/etc/passwd``);
+    each one is logged and listed in ``skipped``. A file that cannot be read or is not text
+    (a NUL byte, invalid UTF-8) stops the load, or with ``skip_bad_lines`` is skipped and
+    listed.
+    """
+    import logging
+
+    log = logging.getLogger("kbqa.corpus")
+
+    def skip(message: str) -> None:
+        log.warning("skipping %s", message)
+        if skipped is not None:
+            skipped.append(message)
+
+    files = []
+    for f in sorted(root.rglob("*")):
+        if f.suffix.lower() not in FOLDER_SUFFIXES:
+            continue
+        if f.is_symlink():
+            skip(f"{f}: a symbolic link (to {os.readlink(f)}), not followed")
+        elif f.is_file():
+            files.append(f)
     if not files:
         raise InputError(f"{root}: no .txt, .md or .html files found")
     for f in files:
-        doc = _load_file(f, root)
-        if doc.text.strip():
+        try:
+            doc = _load_file(f, root)
+        except InputError as exc:
+            if not skip_bad_lines:
+                raise InputError(f"{exc} (use --skip-bad-lines to skip it)") from None
+            skip(str(exc))
+            continue
+        if not is_blank(doc.text):
             yield doc
 
 
 def _load_file(f: Path, root: Path) -> Document:
-    data = f.read_bytes()
+    try:
+        data = f.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{f}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+    if b"\x00" in data[:8192]:
+        raise InputError(f"{f}: a binary file, not text (it holds NUL bytes)")
     rel = f.relative_to(root).as_posix()
     if f.suffix.lower() in (".html", ".htm"):
         title, text = html_to_text(decode_html(data))

@@ -1,15 +1,18 @@
 """Evaluation datasets: question files, CSV, sampling and LangSmith examples.
 
 Question file format (``shared/data``): JSON Lines with ``qid``, ``question``, ``answers`` (list of
-alternatives), ``doc_id``, ``answerable``, optional ``qtype``. A CSV file needs ``question`` and
-``answer`` columns (``answer`` may hold alternatives separated by ``|``; an empty answer marks an
-unanswerable question) and may add ``qid``, ``doc_id`` and ``qtype``.
+alternatives), ``doc_id``, ``answerable``, optional ``qtype`` (all fields: :data:`KNOWN_FIELDS`).
+A question is unanswerable only when it says so: ``"answerable": false`` or ``"answers": []``.
+A CSV file needs ``question`` and ``answer`` columns (``answer`` may hold alternatives separated
+by ``|``; an empty answer marks an unanswerable question) and may add ``qid``, ``doc_id`` and
+``qtype``.
 """
 
 from __future__ import annotations
 
 import csv
 import datetime as dt
+import difflib
 import random
 import uuid
 from dataclasses import asdict, dataclass
@@ -18,10 +21,21 @@ from typing import TYPE_CHECKING, Any
 
 from kbqa.corpus.loaders import read_jsonl_objects
 from kbqa.errors import InputError
+from kbqa.text import is_blank
 
 if TYPE_CHECKING:
     from langsmith import Client
     from langsmith.schemas import Example
+
+KNOWN_FIELDS = frozenset(
+    {
+        "qid", "question", "answers", "doc_id", "answerable", "qtype", "source", "metadata",
+        # carried by the shared data sets and `kbqa eval generate`, not used in scoring
+        "evidence", "url", "doc_in_partial_kb", "needs_review", "chunk_id",
+    }
+)  # fmt: skip
+"""Fields a JSON Lines question may have; any other is an error (a misspelt ``answer`` would
+otherwise make an answerable question look unanswerable)."""
 
 EXAMPLE_NAMESPACE = uuid.UUID("6f1c3d3e-2b0a-4c51-9a57-0b8f0e0b6a11")
 """Namespace of the deterministic example ids (uuid5 of the question id)."""
@@ -59,8 +73,9 @@ def load_questions(path: str | Path) -> list[Question]:
         InputError: Missing file, a line that is not UTF-8 / JSON / an object, a CSV without
             ``question`` and ``answer`` columns, a field of the wrong type (``question`` not a
             non-empty string, ``answers`` not a list of strings, ``answerable`` not a boolean),
-            an answerable question without answers, or a repeated ``qid``. The message names
-            file and line.
+            an unknown field (a misspelt ``answer``), no ``answers`` on a question not marked
+            ``"answerable": false``, an answerable question without answers, or a repeated
+            ``qid``. The message names file and line.
     """
     p = Path(path)
     if p.is_dir():
@@ -119,8 +134,22 @@ def _parse_question(obj: dict[str, Any] | InputError, p: Path, lineno: int) -> Q
         raise obj
     where = f"{p}:{lineno}"
     question = obj.get("question")
-    if not isinstance(question, str) or not question.strip():
+    if not isinstance(question, str) or is_blank(question):
         raise InputError(f"{where}: 'question' must be a non-empty string")
+    unknown = sorted(set(obj) - KNOWN_FIELDS)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(KNOWN_FIELDS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InputError(
+            f"{where}: unknown field {unknown[0]!r}{hint}; a question has "
+            f"{', '.join(sorted(KNOWN_FIELDS - {'metadata'}))}, and your own data may go under "
+            "'metadata'"
+        )
+    if "answers" not in obj and obj.get("answerable") is not False:
+        raise InputError(
+            f"{where}: no 'answers' field; give the gold answers as a list, or mark an "
+            'unanswerable question with "answerable": false or "answers": []'
+        )
     answers = obj.get("answers", [])
     if isinstance(answers, str):
         answers = [answers]
@@ -129,15 +158,16 @@ def _parse_question(obj: dict[str, Any] | InputError, p: Path, lineno: int) -> Q
     answerable = obj.get("answerable", bool(answers))
     if not isinstance(answerable, bool):
         raise InputError(f"{where}: 'answerable' must be true or false, got {answerable!r}")
-    if answerable and not [a for a in answers if a.strip()]:
+    if answerable and not [a for a in answers if not is_blank(a)]:
         raise InputError(f"{where}: answerable question has no answers")
     doc_id = obj.get("doc_id")
     for key in ("qid", "doc_id", "qtype"):
         value = obj.get(key)
-        if value is not None and not isinstance(value, (str, int)):
+        if value is not None and (not isinstance(value, (str, int)) or isinstance(value, bool)):
             raise InputError(f"{where}: '{key}' must be a string, got {value!r:.80}")
+    qid = obj.get("qid")
     return Question(
-        qid=str(obj.get("qid") or f"{p.name}:{lineno}"),
+        qid=f"{p.name}:{lineno}" if qid is None or qid == "" else str(qid),
         question=question,
         answers=answers if answerable else [],
         doc_id=None if doc_id is None else str(doc_id),

@@ -2,7 +2,8 @@
 
 Exact match and token F1 follow the SQuAD v1.1 evaluation script (Rajpurkar et al., 2016):
 lower-case, drop punctuation and the articles a/an/the, fold whitespace, compare bags of tokens.
-Added for Bangla: NFC, Unicode punctuation (including the danda ``।`` and ``॥``) removed, Bangla
+Added for Bangla: NFC without format characters (ZWNJ, ZWJ: :func:`kbqa.text.normalize_text`),
+Unicode punctuation (including the danda ``।`` and ``॥``) removed, Bangla
 digits mapped to ASCII. ``answers`` lists alternatives; a question's score is the maximum over
 them. An unanswerable question (no gold answers) scores 1 when the system abstained, else 0
 (SQuAD 2.0 convention).
@@ -10,21 +11,21 @@ them. An unanswerable question (no gold answers) scores 1 when the system abstai
 
 from __future__ import annotations
 
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 import regex
 
-from kbqa.retrieval.tokenizer import normalize_digits
+from kbqa.text import fold_digits, normalize_text
 
 _PUNCT = regex.compile(r"[\p{P}\p{S}]+")
 _ARTICLES = regex.compile(r"\b(a|an|the)\b")
 
 
 def normalize_answer(text: str) -> str:
-    """SQuAD normalisation plus Bangla: NFC, lower, punctuation/danda out, digits to ASCII."""
-    text = normalize_digits(unicodedata.normalize("NFC", text)).lower()
+    """SQuAD normalisation plus Bangla: :func:`~kbqa.text.normalize_text` (NFC, format
+    characters out), lower, punctuation/danda out, digits to ASCII."""
+    text = fold_digits(normalize_text(text)).lower()
     text = _PUNCT.sub(" ", text)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())

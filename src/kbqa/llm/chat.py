@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -44,6 +45,29 @@ def quiet_stderr() -> Iterator[None]:
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+
+
+@contextlib.contextmanager
+def deferred_interrupt() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) that arrives during the block and raise it as
+    :class:`KeyboardInterrupt` when the block ends.
+
+    llama.cpp calls back into Python (its log callback) while it loads a model; a
+    ``KeyboardInterrupt`` raised inside a ctypes callback is printed and discarded, so a Ctrl-C
+    during the load was lost and the command went on to answer. Outside the main thread
+    (signals only reach it) the block runs unchanged.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 class LlamaCppChatModel(BaseChatModel):
@@ -107,7 +131,7 @@ class LlamaCppChatModel(BaseChatModel):
         llama_compat.install()  # long Bangla tokens must not vanish from the answer
         try:
             # llama.cpp prints context notes to stderr even when not verbose; keep the CLI quiet.
-            with quiet_stderr():
+            with deferred_interrupt(), quiet_stderr():
                 llama = Llama(
                     model_path=str(path),
                     n_ctx=n_ctx,

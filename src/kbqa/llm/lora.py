@@ -238,12 +238,16 @@ def base_tensor_shapes(base: Path) -> dict[str, tuple[int, ...]]:
     """
     stat = base.stat()
     key = hashlib.sha1(f"{base.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
-    root = Path(os.environ.get("KBQA_CACHE_DIR", Path.home() / ".cache" / "kbqa"))
-    cached = root / "tensor-shapes" / f"{key}.json"
+    from kbqa.llm.models import cache_root
+
+    try:
+        cached = cache_root() / "tensor-shapes" / f"{key}.json"
+    except ModelError:  # no cache: read the header every time
+        return _shapes(base)
     with contextlib.suppress(OSError, ValueError):
         return {k: tuple(v) for k, v in json.loads(cached.read_text("utf-8")).items()}
     shapes = _shapes(base)
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError):  # an unwritable cache only costs time
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(shapes), "utf-8")

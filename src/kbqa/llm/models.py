@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -96,9 +97,38 @@ MODELS: dict[str, ModelSpec] = {
 }
 
 
+def cache_root() -> Path:
+    """kbqa's cache: ``$KBQA_CACHE_DIR`` or ``~/.cache/kbqa``.
+
+    Raises:
+        ModelError: ``KBQA_CACHE_DIR`` is unset and the user has no home directory.
+    """
+    if os.environ.get("KBQA_CACHE_DIR"):
+        return Path(os.environ["KBQA_CACHE_DIR"]).expanduser()
+    try:
+        return Path.home() / ".cache" / "kbqa"
+    except RuntimeError:  # no $HOME and no passwd entry
+        raise ModelError(
+            "no home directory for kbqa's model cache; set KBQA_CACHE_DIR to a writable directory"
+        ) from None
+
+
 def cache_dir() -> Path:
-    """Where assembled GGUF files live: ``$KBQA_CACHE_DIR`` or ``~/.cache/kbqa/models``."""
-    return Path(os.environ.get("KBQA_CACHE_DIR", Path.home() / ".cache" / "kbqa")) / "models"
+    """Where assembled GGUF files live: ``cache_root() / "models"``.
+
+    Raises:
+        ModelError: See :func:`cache_root`.
+    """
+    return cache_root() / "models"
+
+
+def _assembled(spec: ModelSpec) -> Path | None:
+    """The model's file in the cache, or None when it is not there (or there is no cache)."""
+    try:
+        target = cache_dir() / spec.filename
+    except ModelError:
+        return None
+    return target if target.is_file() else None
 
 
 def file_sha256(path: Path) -> str:
@@ -151,11 +181,11 @@ def resolve_model(name: str) -> tuple[Path, PromptStyle]:
     if name in MODELS:
         spec = MODELS[name]
         target = cache_dir() / spec.filename
-        if target.exists() and (spec.size is None or target.stat().st_size == spec.size):
+        if target.is_file() and (spec.size is None or target.stat().st_size == spec.size):
             return target, spec.prompt_style
-        target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(f".tmp-{os.getpid()}")
         try:
+            target.parent.mkdir(parents=True, exist_ok=True)
             if spec.packages == (_GEMMA_PACKAGE,):
                 _assemble_gemma(spec, tmp)
             else:
@@ -167,8 +197,15 @@ def resolve_model(name: str) -> tuple[Path, PromptStyle]:
                     f"reinstall {' '.join(spec.packages[:1])}..."
                 )
             os.replace(tmp, target)
+        except OSError as exc:  # read-only, full, or a path through a regular file
+            raise ModelError(
+                f"cannot write {name} into the model cache {target.parent} "
+                f"({exc.strerror or type(exc).__name__}); set KBQA_CACHE_DIR to a writable "
+                "directory"
+            ) from None
         finally:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
         return target, spec.prompt_style
     path = Path(name).expanduser()
     if path.suffix == ".gguf":
@@ -189,7 +226,7 @@ def model_installed(name: str) -> bool:
     spec = MODELS.get(name)
     if spec is None:
         return False
-    if (cache_dir() / spec.filename).exists():
+    if _assembled(spec) is not None:
         return True
     return all(
         importlib.util.find_spec(pkg.split("==")[0].replace("-", "_")) is not None
@@ -270,8 +307,9 @@ def resolve_adapter(name: str, adapter: str = "") -> tuple[Path, PromptStyle] | 
         return None
     base_sha = spec.sha256 if spec else _file_sha256_cached(str(resolve_model(name)[0]))
     check_base(found, name, base_sha)
-    base_file = cache_dir() / spec.filename if spec else Path(name).expanduser()
-    if base_file.is_file():  # (a registered base not assembled yet is checked when it loads)
+    base_file = _assembled(spec) if spec else Path(name).expanduser()
+    if base_file is not None and base_file.is_file():  # (a base not assembled yet: checked
+        # when it loads)
         check_adapter_tensors(found.path, base_file)
     serving_threshold(found.path)
     style = found.prompt_style if found.prompt_style in ("completion", "tuned") else "tuned"

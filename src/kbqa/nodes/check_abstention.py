@@ -8,7 +8,6 @@ close paraphrases in Bangla and English, empty output and the question echoed ba
 from __future__ import annotations
 
 import time
-import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -22,6 +21,7 @@ from kbqa.nodes.classify import question_type
 from kbqa.nodes.finalize import clean_answer
 from kbqa.resources import retriever_for
 from kbqa.state import RetrievedRecord, Source, State
+from kbqa.text import normalize_text
 
 _NON_WORD = regex.compile(r"[^\p{L}\p{M}\p{N}]+")
 
@@ -87,7 +87,7 @@ MIN_PHRASE_PREFIX = 8
 def _norm(text: str) -> str:
     for pattern, repl in _CONTRACTIONS:
         text = pattern.sub(repl, text)
-    text = unicodedata.normalize("NFC", text).lower()
+    text = normalize_text(text).lower()
     return " ".join(_NON_WORD.sub(" ", text).split())
 
 
@@ -127,12 +127,22 @@ def _has_paraphrase(norm: str) -> bool:
 def is_echo(answer_norm: str, question_norm: str, question: str) -> bool:
     """The normalised answer is the question, or (outside yes/no questions) only words of the
     question covering at least :data:`ECHO_COVERAGE` of them."""
+    answer_norm, question_norm = _fold_variants(answer_norm), _fold_variants(question_norm)
     if answer_norm == question_norm:
         return True
     words, asked = set(answer_norm.split()), set(question_norm.split())
     if not words or not words <= asked or question_type(question) == "yes/no":
         return False
     return len(words) >= ECHO_COVERAGE * len(asked)
+
+
+SPELLING_VARIANTS = {"কী": "কি"}
+"""Words written two ways in everyday Bangla (``কী``/``কি``, *what*); an echo check compares
+them as one."""
+
+
+def _fold_variants(norm: str) -> str:
+    return " ".join(SPELLING_VARIANTS.get(w, w) for w in norm.split())
 
 
 def settled_abstention(partial: str, phrase: str, max_chars: int = 200) -> bool:

@@ -7,7 +7,6 @@ other.
 from __future__ import annotations
 
 import time
-import unicodedata
 from typing import Any
 
 import regex
@@ -16,6 +15,7 @@ from langgraph.runtime import Runtime
 from kbqa.context import Context
 from kbqa.nodes._record import visited
 from kbqa.state import RESET, State
+from kbqa.text import is_blank, normalize_text
 
 PER_QUESTION: dict[str, Any] = {
     "answer": "",
@@ -38,15 +38,22 @@ PER_QUESTION: dict[str, Any] = {
 _BENGALI = regex.compile(r"[\u0980-\u09FF]")
 _LETTER = regex.compile(r"\p{L}")
 
+_B = r"(?<![\p{L}\p{M}])"
+_E = r"(?![\p{L}\p{M}])"
+"""Bangla word edges: ``\\b`` does not work for Bangla (vowel signs are not ``\\w``), and a
+question word must not match inside another word (``কখন`` inside ``কখনো``, never)."""
+
 # Checked in order; the first rule that matches wins.
 _RULES: list[tuple[str, regex.Pattern[str]]] = [
     ("email", regex.compile(r"(ই-?মেইল|e-?mail)", regex.I)),
-    ("list", regex.compile(r"(কি\s+কি|কী\s+কী|কোন\s+কোন|কে\s+কে|কারা\s+কারা)")),
+    # an explicit either-or: "... - হ্যাঁ কি না?", "... কিনা?", "... নাকি ...?"
+    ("yes/no", regex.compile(rf"{_B}(কিনা|কি\s+না|কী\s+না|নাকি){_E}")),
+    ("list", regex.compile(rf"{_B}(কি\s+কি|কী\s+কী|কোন\s+কোন|কে\s+কে|কারা\s+কারা){_E}")),
     (
         "date",
         regex.compile(
-            r"(কবে|কখন|কত\s*সালে|কোন\s*সালে|কত\s*তারিখে|কোন\s*তারিখে|কোন\s*বছর|কত\s*খ্রিস্টাব্দে|"
-            r"\bwhen\b|\bwhat\s+(year|date|day|month|century)\b|\bwhich\s+(year|date|day|month|century)\b)",
+            rf"{_B}(কবে|কখন|কত\s*সালে|কোন\s*সালে|কত\s*তারিখে|কোন\s*তারিখে|কোন\s*বছর|কত\s*খ্রিস্টাব্দে){_E}|"
+            r"\bwhen\b|\bwhat\s+(year|date|day|month|century)\b|\bwhich\s+(year|date|day|month|century)\b",
             regex.I,
         ),
     ),
@@ -73,12 +80,50 @@ _RULES: list[tuple[str, regex.Pattern[str]]] = [
     (
         "yes/no",
         regex.compile(
-            r"((^|\s)কি(\s|\?|$)|(না|নাকি)\s*\?\s*$|^(is|are|was|were|do|does|did|can|could|has|have|had|"
-            r"will|would|should)\b)",
-            regex.I,
+            r"^(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", regex.I
         ),
     ),
 ]
+
+_KI = rf"{_B}(কি|কী){_E}"
+_KI_ASKS = regex.compile(
+    rf"{_KI}\s*(ধরনের|ধরণের|নামে|নাম|কারণে|কারনে|হিসেবে|হিসাবে|রকম|রকমের|জন্য|উদ্দেশ্যে|বিষয়ে|বিষয়ে|"
+    rf"কাজ|করে|করেন|করা|হয়|হয়|হয়েছে|হয়েছে|ছিল|বোঝায়|বোঝায়|বলে|বলা){_E}"
+)
+"""``কি``/``কী`` asking *what*: before a noun it asks for (``কি নামে``, ``কী কারণে``) or right before
+the verb (``কী বোঝায়``, ``কি করেন``)."""
+_FINAL_KI = regex.compile(rf"(\S+)\s+{_KI}\s*[?？]?\s*$")
+_VERB_END = regex.compile(
+    r"(েছে|েছেন|েছিল|েছিলো|েছিলেন|ছে|ছেন|ছিল|ছিলো|ছিলেন|েন|বে|বেন|তো|তেন|আছে|নেই|করে|পারে|থাকে|"
+    r"রাখে|বলে|চলে|হয়|হয়|যায়|যায়|দেয়|দেয়|নেয়|নেয়|পায়|পায়|যান|পান|খান|চান|হন|দেন|নেন|হল|হলো|গেল|"
+    r"গেলো|দিল|দিলো|নিল|নিলো|পেল|পেলো|করল|করলো)$"
+)
+"""Endings of finite Bangla verbs (``রয়েছে``, ``করে``, ``পারেন``, ``হয়``, ``ছিল``); a noun before a
+final ``কি`` (``রাজধানী কি?``) asks *what*."""
+_WH_BN = regex.compile(
+    rf"{_B}(কে|কী|কি|কোন|কোনটি|কোনগুলো|কোথায়|কোথায়|কবে|কখন|কত|কতটা|কতো|কেন|কিভাবে|কীভাবে|কার|কাকে|"
+    rf"কাদের|কারা|কয়|কয়|কয়টি|কয়টি|কিসের|কীসের|কিসে|কীসে|কেমন|কোথা)"
+)
+"""Bangla question words (a prefix match: ``কোন`` covers ``কোনটি``, ``কত`` covers ``কতজন``)."""
+
+
+def _bangla_yes_no(q: str) -> bool:
+    """A Bangla yes/no question, decided by its structure (BanglaRQA's confirmation questions):
+
+    - ``কি``/``কী`` as the interrogative particle after a finite verb at the end (``... রয়েছে
+      কি?``); after a noun (``রাজধানী কি?``, ``রাজধানী কী?``) it asks *what*, whichever spelling;
+    - ``কি`` inside the sentence (``ঢাকা কি বাংলাদেশের রাজধানী?``), unless it asks *what*
+      (``কি নামে``, ``কি কারণে``); ``কী`` inside the sentence is the standard spelling of *what*;
+    - a statement asked as a question: no question word at all and a final ``?``
+      (``পাট বাংলাদেশের একটি অর্থকরী ফসল?``).
+    """
+    if final := _FINAL_KI.search(q):
+        return bool(_VERB_END.search(final.group(1)))
+    if regex.search(rf"{_B}কি{_E}", q):
+        return not _KI_ASKS.search(q)
+    if regex.search(rf"{_B}কী{_E}", q):
+        return False  # the standard spelling of *what*
+    return q.rstrip().endswith(("?", "？")) and not _WH_BN.search(q)
 
 
 def detect_language(text: str) -> str:
@@ -91,10 +136,12 @@ def detect_language(text: str) -> str:
 
 def question_type(question: str) -> str:
     """Rule-based question type; ``other`` when no rule matches."""
-    q = unicodedata.normalize("NFC", question).strip()
+    q = normalize_text(question).strip()
     for name, pattern in _RULES:
         if pattern.search(q):
             return name
+    if detect_language(q) == "bn" and _bangla_yes_no(q):
+        return "yes/no"
     return "other"
 
 
@@ -106,7 +153,7 @@ def classify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """
     started = time.perf_counter()
     question = state.get("question")
-    if not isinstance(question, str) or not question.strip():
+    if not isinstance(question, str) or is_blank(question):
         raise ValueError("question is empty: ask a non-empty question")
     done = visited("classify", started)
     return {

@@ -26,6 +26,7 @@ from kbqa.nodes.generate import answer_state
 from kbqa.prompts import Passage
 from kbqa.retrieval.web import WebSearchError, load_web_search
 from kbqa.state import Source, State
+from kbqa.text import normalize_text
 
 MAX_QUERY_WORDS = 8
 log = logging.getLogger("kbqa.web")
@@ -104,8 +105,10 @@ def key_entities(question: str) -> list[str]:
 
     Quoted phrases, then runs of capitalised English words (``Nobel Prize in Physics``), then
     the remaining content words (Bangla words lose a trailing case ending such as ``-এর``).
-    Question words, particles and duplicates are dropped.
+    Question words, particles and duplicates are dropped; zero-width characters inside words
+    are removed first (:func:`kbqa.text.normalize_text`).
     """
+    question = normalize_text(question)
     found: list[str] = []
     seen: set[str] = set()
 
@@ -143,7 +146,7 @@ def web_query(question: str) -> str:
     words: list[str] = []
     for phrase in key_entities(question):
         words.extend(phrase.split())
-    return " ".join(words[:MAX_QUERY_WORDS]) or question.strip()
+    return " ".join(words[:MAX_QUERY_WORDS]) or normalize_text(question).strip()
 
 
 @fail_soft("web_search", "web: failed", "web_error")

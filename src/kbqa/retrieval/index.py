@@ -51,8 +51,11 @@ from kbqa.retrieval.tokenizer import (
     url_tokens,
     with_ngrams,
 )
+from kbqa.text import TEXT_NORMALIZATION
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: BM25 terms made after :func:`kbqa.text.normalize_text` (zero-width characters no longer
+split words). A version-1 index is refused: its terms would not match the new queries."""
 MANIFEST = "manifest.json"
 CHUNKS = "chunks.jsonl"
 BM25_DIR = "bm25"
@@ -386,6 +389,7 @@ def _write_index(
             "embedding_dim": dim,
             "dense": "none" if embedder.dim == 0 else ("ready" if dense == "now" else "pending"),
             "bm25_terms": TERMS_WORDS_NGRAMS,
+            "text_normalization": TEXT_NORMALIZATION,
         }
         prov = {
             "source": str(source) if source else None,
@@ -897,8 +901,15 @@ def load_index(
         raise IndexLoadError(f"{p / MANIFEST} is corrupt: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
         found = manifest.get("format_version") if isinstance(manifest, dict) else "?"
+        why = (
+            " (it was built by an older kbqa whose tokenizer split words at zero-width "
+            "characters such as ZWNJ, so its words would not match today's queries)"
+            if found == 1
+            else ""
+        )
         raise IndexLoadError(
-            f"{p}: index format {found} is not {FORMAT_VERSION}; rebuild it with `kbqa index`"
+            f"{p}: index format {found} is not {FORMAT_VERSION}{why}; rebuild it: "
+            f"`kbqa index KB --out {p}`"
         )
     if "indexes" in manifest:
         names = list(manifest["indexes"])

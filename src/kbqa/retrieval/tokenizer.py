@@ -3,23 +3,18 @@
 The common ``\\b\\w\\w+\\b`` pattern (bm25s, LlamaIndex, Haystack defaults) splits Bangla words at
 vowel signs and virama, because Python's ``re`` ``\\w`` does not match combining marks
 (``বাংলাদেশের রাজধানী কোথায়?`` leaves one token, ``জধ``). Here a token is a maximal run of letters,
-combining marks and digits (``[\\p{L}\\p{M}\\p{N}]+`` with the ``regex`` package) after NFC
-normalisation, so every Bangla word survives whole.
+combining marks and digits (``[\\p{L}\\p{M}\\p{N}]+`` with the ``regex`` package) after
+:func:`kbqa.text.normalize_text` (NFC, zero-width and other format characters removed, so
+``বাংলা‌দেশ`` typed with a ZWNJ is ``বাংলাদেশ``), so every Bangla word survives whole.
 """
 
 from __future__ import annotations
 
-import unicodedata
-
 import regex
 
+from kbqa.text import fold_digits, normalize_text
+
 _TOKEN = regex.compile(r"[\p{L}\p{M}\p{N}]+")
-_BANGLA_DIGITS = str.maketrans("০১২৩৪৫৬৭৮৯", "0123456789")
-
-
-def normalize_digits(text: str) -> str:
-    """Map Bangla digits ০-৯ to ASCII 0-9 so ``১৯৭১`` and ``1971`` match."""
-    return text.translate(_BANGLA_DIGITS)
 
 
 def tokenize(text: str) -> list[str]:
@@ -29,10 +24,11 @@ def tokenize(text: str) -> list[str]:
         text: Any text, any script.
 
     Returns:
-        Tokens: NFC-normalised, lower-cased runs of ``[\\p{L}\\p{M}\\p{N}]``, Bangla digits mapped
-        to ASCII. Punctuation (including the danda ``।``) and spaces are dropped.
+        Tokens: lower-cased runs of ``[\\p{L}\\p{M}\\p{N}]`` after
+        :func:`~kbqa.text.normalize_text`, Bangla digits mapped to ASCII. Punctuation
+        (including the danda ``।``), spaces and format characters (ZWNJ, ZWJ...) are dropped.
     """
-    text = normalize_digits(unicodedata.normalize("NFC", text)).lower()
+    text = fold_digits(normalize_text(text)).lower()
     tokens: list[str] = _TOKEN.findall(text)
     return tokens
 

@@ -1,0 +1,101 @@
+"""Bangla spelling variants (issue 15, items 1-3): zero-width characters inside words, কি/কী,
+pages of nothing visible. Each test failed before the fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kbqa.corpus.loaders import Document
+from kbqa.errors import IndexLoadError, InputError
+from kbqa.evals.metrics import exact_match, token_f1
+from kbqa.nodes.check_abstention import is_abstention
+from kbqa.nodes.classify import question_type
+from kbqa.retrieval.embedders import NoEmbedder
+from kbqa.retrieval.index import build_index, load_index
+from kbqa.retrieval.retriever import HybridRetriever
+from kbqa.retrieval.tokenizer import tokenize
+from kbqa.text import is_blank, normalize_text
+
+ZWNJ, ZWJ, ZWSP, SHY = "\u200c", "\u200d", "\u200b", "\u00ad"
+
+
+@pytest.mark.parametrize("mark", [ZWNJ, ZWJ, ZWSP, SHY, "\ufeff", "\u2060"])
+def test_a_format_character_inside_a_word_does_not_split_it(mark: str) -> None:
+    assert tokenize(f"বাংলা{mark}দেশ ব্যাং{mark}ক") == ["বাংলাদেশ", "ব্যাংক"]
+    assert normalize_text(f"সা{mark}লে") == "সালে"
+
+
+def test_the_scorer_ignores_zero_width_characters() -> None:
+    assert exact_match(f"কো{ZWNJ}নো বিল", "কোনো বিল") == 1.0
+    assert token_f1(f"র{ZWJ}্যাব", "র্যাব") == 1.0
+
+
+def test_a_question_with_zwnj_typed_inside_words_finds_its_page(tmp_path: Path) -> None:
+    docs = [
+        Document("bb", "বাংলাদেশ ব্যাংক", f"বাংলা{ZWNJ}দেশ ব্যাংক ১৯৭২ সালে প্রতিষ্ঠা লাভ করে।"),
+        *[Document(f"x{i}", "অন্য", f"অন্য একটি পাতা নম্বর {i} যেখানে ব্যাংক নেই।") for i in range(6)],
+        Document("dx", "দেশ", "দেশ বাংলা ভাষা সাল প্রতি ক লাভ।"),
+    ]
+    out = tmp_path / "idx"
+    build_index(docs, out, NoEmbedder(), progress=False)
+    retriever = HybridRetriever(load_index(out), NoEmbedder())
+    question = f"বাংলা{ZWNJ}দেশ ব্যাং{ZWNJ}ক কত সা{ZWNJ}লে প্রতি{ZWNJ}ষ্ঠা লাভ ক{ZWNJ}রে?"
+    hits = retriever.retrieve(question, k=1, pad_previous=False)
+    assert retriever.index.chunks[hits[0].chunk_id].doc_id == "bb"
+
+
+def test_an_index_from_the_old_tokenizer_is_refused(tiny_index: Path, tmp_path: Path) -> None:
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(tiny_index, old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    manifest["format_version"] = 1
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexLoadError, match=r"split words at zero-width characters.*kbqa index"):
+        load_index(old)
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("বাংলাদেশের রাজধানী কি?", "other"),  # what is the capital (colloquial কি)
+        ("বাংলাদেশের রাজধানী কী?", "other"),
+        ("ঢাকা কি বাংলাদেশের রাজধানী?", "yes/no"),
+        ("এই সংখ্যা পদ্ধতিতে বর্ষ ০ রয়েছে কি?", "yes/no"),  # final কি after a verb
+        ("ইবে একটি ই-কমার্স কোম্পানি - হ্যাঁ কি না?", "yes/no"),
+        ("হিমু কখনো হাজতবাস করেনি - হ্যাঁ কি না?", "yes/no"),  # not a date: কখনো is not কখন
+        ("পাট বাংলাদেশের একটি অর্থকরী ফসল?", "yes/no"),  # a statement asked as a question
+        ("এটি পূর্বে কি নামে পরিচিত ছিল?", "other"),  # কি নামে asks what
+        ("রেশম চাষ বলতে কী বুঝায়?", "other"),
+        ("Is Dhaka the capital of Bangladesh?", "yes/no"),
+        ("What is the capital of Bangladesh?", "other"),
+    ],
+)
+def test_yes_no_is_decided_by_structure_not_one_token(question: str, kind: str) -> None:
+    assert question_type(question) == kind
+
+
+def test_an_echo_with_the_other_spelling_of_ki_is_an_echo() -> None:
+    question = "বাংলাদেশের রাজধানীর নাম কী?"
+    assert is_abstention("বাংলাদেশের রাজধানীর নাম কি", "Context-এ তথ্য নেই", question)
+
+
+def test_a_page_of_nothing_visible_is_counted_empty(tmp_path: Path) -> None:
+    assert is_blank(f"{ZWNJ}{ZWJ} {ZWSP}\n{SHY}") and not is_blank(f"{ZWNJ}ক")
+    docs = [Document("a", "ঢাকা", "ঢাকা বাংলাদেশের রাজধানী।"), Document("z", "", ZWNJ * 40)]
+    report = build_index(docs, tmp_path / "idx", NoEmbedder(), progress=False)
+    assert report.per_strategy["coverage"]["empty_documents"] == 1
+    assert {c.doc_id for c in load_index(tmp_path / "idx").chunks} == {"a"}
+
+
+def test_a_record_of_only_zero_width_characters_has_no_text(tmp_path: Path) -> None:
+    from kbqa.corpus.loaders import load_documents
+
+    kb = tmp_path / "kb.jsonl"
+    kb.write_text(json.dumps({"doc_id": "z", "text": ZWNJ * 5}) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"kb.jsonl:1: record has no 'text'"):
+        list(load_documents(kb))

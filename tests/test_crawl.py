@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -329,3 +330,70 @@ def test_an_interrupted_crawl_keeps_its_pages_and_resumes(tmp_path: Path) -> Non
     crawl("http://site.test/", out, cfg, client=client(), progress=False)
     urls = [r["final_url"] for r in records(out)]
     assert before >= 1 and len(urls) == len(set(urls)) == 8
+
+
+class Hostile(BaseHTTPRequestHandler):
+    """Issue 15 items 7-8: a binary served as HTML, and robots.txt that drips or is huge."""
+
+    robots: ClassVar[str] = "drip"
+
+    def do_GET(self) -> None:
+        if self.path == "/robots.txt":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            if self.robots == "drip":  # one byte every 0.2 s, for ever
+                try:
+                    while True:
+                        self.wfile.write(b"#")
+                        self.wfile.flush()
+                        time.sleep(0.2)
+                except OSError:
+                    return
+            rule = b"User-agent: *\nDisallow: /private\n"
+            try:  # 50 MB of comments after the rule
+                self.wfile.write(rule)
+                for _ in range(50):
+                    self.wfile.write(b"#" * 1_000_000 + b"\n")
+            except OSError:
+                return
+            return
+        if self.path == "/":
+            body = page("Home", ["/binary.html", "/private/x", "/ok"]).encode()
+        elif self.path == "/binary.html":
+            body = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 50
+        else:
+            body = page("OK", []).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("robots", ["drip", "huge"])
+def test_hostile_robots_and_binaries_are_bounded(tmp_path: Path, robots: str) -> None:
+    import resource
+
+    handler = type("Handler", (Hostile,), {"robots": robots})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    cfg = CrawlConfig(max_pages=10, max_depth=2, delay=0.0, max_bytes=200_000, timeout=0.5)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.monotonic()
+    try:
+        report = crawl(f"http://127.0.0.1:{server.server_address[1]}/", tmp_path / "kb.jsonl",
+                       cfg, progress=False)  # fmt: skip
+    finally:
+        server.shutdown()
+    # the drip is cut at PAGE_TIME_FACTOR x timeout (2 s), not waited on for ever
+    assert time.monotonic() - started < 30
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+    assert grown_mib < 40  # the 50 MB robots.txt is read to 500 KiB only
+    saved = {r["url"].rsplit("/", 1)[-1] for r in records(tmp_path / "kb.jsonl")}
+    assert "binary.html" not in saved and report.skipped["not HTML (binary content)"] == 1
+    if robots == "huge":  # its first 500 KiB were parsed: the rule holds
+        assert report.skipped["disallowed by robots.txt"] == 1 and "x" not in saved

@@ -45,7 +45,20 @@ MAX_REDIRECTS = 5
 USER_AGENT = f"kbqa/{__version__} (knowledge-base crawler)"
 STATE_SUFFIX = ".crawl-state.json"
 PAGE_TIME_FACTOR = 4
-"""A page must download within this many ``timeout``s (the timeout applies per read)."""
+"""A page (and robots.txt) must download within this many ``timeout``s (the timeout applies
+per read)."""
+ROBOTS_MAX_BYTES = 500 * 1024
+"""robots.txt beyond this is not read (RFC 9309, 2.5: a parsing limit of at least 500 KiB)."""
+BINARY_MAGIC = (b"\x7fELF", b"%PDF", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"PK\x03\x04",
+                b"\x1f\x8b", b"MZ", b"\x00\x00\x01\x00", b"OggS", b"RIFF", b"ID3")  # fmt: skip
+"""Starts of common binary formats (executables, PDF, images, archives, audio)."""
+
+
+def looks_binary(body: bytes) -> bool:
+    """True for bytes that are not a text page whatever the Content-Type says: a known binary
+    signature at the start, or a NUL byte in the first 4 KiB (HTML in UTF-8 or a legacy
+    charset has none; UTF-16 pages are rare enough to skip)."""
+    return body.startswith(BINARY_MAGIC) or b"\x00" in body[:4096]
 
 
 @dataclass(frozen=True)
@@ -218,14 +231,39 @@ class Crawler:
             parser: RobotFileParser | None = None
             try:
                 self._clock.wait(parts.netloc.lower())
-                resp = self.client.get(f"{key}/robots.txt")
-                if resp.status_code == 200:
-                    parser = RobotFileParser()
-                    parser.parse(resp.text.splitlines())
-            except httpx.HTTPError as exc:
+                with self.client.stream("GET", f"{key}/robots.txt") as resp:
+                    if resp.status_code == 200:
+                        body = self._read(resp, ROBOTS_MAX_BYTES, truncate=True)
+                        parser = RobotFileParser()
+                        parser.parse(body.decode("utf-8", "replace").splitlines())
+            except (httpx.HTTPError, Skip) as exc:
                 log.info("robots.txt of %s unreadable (%s): crawling without it", key, exc)
             self._robots[key] = parser
             return parser
+
+    def _read(self, resp: httpx.Response, limit: int, *, truncate: bool = False) -> bytes:
+        """The body of a streamed response, read within ``limit`` bytes and
+        :data:`PAGE_TIME_FACTOR` timeouts.
+
+        Raises:
+            Skip: The body is larger than ``limit`` (unless ``truncate``: then its first
+                ``limit`` bytes are returned), or it did not arrive in time (a server dripping
+                bytes).
+        """
+        length = resp.headers.get("content-length", "")
+        if not truncate and length.isdigit() and int(length) > limit:
+            raise Skip("larger than max_bytes")
+        body = bytearray()
+        deadline = time.monotonic() + PAGE_TIME_FACTOR * self.config.timeout
+        for chunk in resp.iter_bytes():
+            body += chunk
+            if len(body) > limit:
+                if truncate:
+                    return bytes(body[:limit])
+                raise Skip("larger than max_bytes")
+            if time.monotonic() > deadline:
+                raise Skip("took too long to download")
+        return bytes(body)
 
     def robots_allow(self, url: str) -> bool:
         """``robots.txt`` lets our user agent fetch ``url`` (True when there is none)."""
@@ -248,7 +286,8 @@ class Crawler:
 
         Raises:
             Skip: Off-host redirect, redirect to a seen page, robots.txt, HTTP error status,
-                not HTML, larger than ``max_bytes``, too many redirects, or a network error.
+                not HTML (by Content-Type, or binary bytes whatever it says), larger than
+                ``max_bytes``, too slow to download, too many redirects, or a network error.
         """
         for _ in range(MAX_REDIRECTS + 1):
             if not self.robots_allow(url):
@@ -279,18 +318,10 @@ class Crawler:
                     ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
                     if ctype and ctype not in HTML_TYPES:
                         raise Skip(f"not HTML ({ctype})")
-                    length = resp.headers.get("content-length", "")
-                    if length.isdigit() and int(length) > self.config.max_bytes:
-                        raise Skip("larger than max_bytes")
-                    body = bytearray()
-                    deadline = time.monotonic() + PAGE_TIME_FACTOR * self.config.timeout
-                    for chunk in resp.iter_bytes():
-                        body += chunk
-                        if len(body) > self.config.max_bytes:
-                            raise Skip("larger than max_bytes")
-                        if time.monotonic() > deadline:  # a server dripping bytes
-                            raise Skip("page took too long to download")
-                    return url, bytes(body), resp.charset_encoding
+                    body = self._read(resp, self.config.max_bytes)
+                    if looks_binary(body):  # an executable served as text/html
+                        raise Skip("not HTML (binary content)")
+                    return url, body, resp.charset_encoding
             except httpx.TimeoutException:
                 raise Skip("timeout") from None
             except httpx.HTTPError as exc:

@@ -10,8 +10,10 @@ Layout::
     <index>/static/         the static embedder's table, fitted on this knowledge base
     <index>/recurring_blocks.json   what the cleaning learned to remove (`kbqa index` only)
 
-The directory is written to a temporary sibling and renamed into place, so a failed or
-interrupted build never leaves a half-written index behind the old one.
+``<index>`` is a link to a complete build in a sibling version directory
+(:mod:`kbqa.retrieval.versions`): a build is written to a temporary sibling, then published by
+one atomic switch of the link, so a failed or interrupted build never leaves a half-written
+index, and a reader loading during a rebuild gets the old index or the new one, never a mix.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from kbqa.retrieval.tokenizer import (
     url_tokens,
     with_ngrams,
 )
+from kbqa.retrieval.versions import absolute_path, publish, resolve_index
 from kbqa.text import TEXT_NORMALIZATION
 
 FORMAT_VERSION = 2
@@ -292,7 +295,7 @@ def _build(
 ) -> BuildReport:
     """Chunk every part, then write the index while holding the index's build lock."""
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs each build step at DEBUG
-    out = Path(out).resolve()
+    out = absolute_path(out)
     _check_replaceable(out)
     if source is not None and Path(source).resolve() in (out, *out.parents):
         raise InputError(f"the index {out} cannot be written inside the knowledge base {source}")
@@ -439,7 +442,7 @@ def _write_index(
                 | prov
             )
             _write_json(tmp / MANIFEST, top)
-        _replace_dir(tmp, out)
+        publish(tmp, out)
         if dense == "now":  # a BM25-first build keeps an interrupted build's vectors for later
             _clear_caches(out)
         report.stage_seconds["write"] = time.perf_counter() - t0
@@ -713,7 +716,7 @@ def continue_index(
         BuildInterrupted: Ctrl-C while embedding.
     """
     t0 = time.perf_counter()
-    out = Path(path).resolve()
+    out = absolute_path(path)
     if out.exists() and not out.is_dir():
         raise IndexLoadError(f"{out} is a file, not an index directory")
     if not out.exists():
@@ -852,15 +855,6 @@ def _remove_stale_temp_dirs(out: Path) -> None:
             continue
 
 
-def _replace_dir(tmp: Path, out: Path) -> None:
-    """Move ``tmp`` to ``out``; an old ``out`` is moved aside first and deleted after."""
-    old = out.parent / f".{out.name}.old-{os.getpid()}"
-    if out.exists():
-        os.replace(out, old)
-    os.replace(tmp, out)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def load_index(
     path: str | Path, *, embedder_id: str | None = None, strategy: str | None = None
 ) -> ChunkIndex:
@@ -877,20 +871,37 @@ def load_index(
         IndexLoadError: The directory is missing, a file is missing or corrupt, counts disagree,
             the format is from another kbqa version, or the embedder differs.
     """
+    last: IndexLoadError | None = None
+    for _ in range(3):  # a rebuild may delete the version being read: read the new one
+        real = resolve_index(path)
+        try:
+            return _load_resolved(real, path, embedder_id=embedder_id, strategy=strategy)
+        except IndexLoadError as exc:
+            if resolve_index(path) == real:
+                raise
+            last = exc
+    assert last is not None
+    raise last
+
+
+def _load_resolved(
+    p: Path, given: str | Path, *, embedder_id: str | None, strategy: str | None
+) -> ChunkIndex:
     import bm25s
     import faiss
 
-    p = Path(path)
     if p.exists() and not p.is_dir():
         raise IndexLoadError(f"{p} is a file, not an index directory (built by `kbqa index`)")
     if not p.is_dir():
         resumable = interrupted_build(p)
         if resumable:
             raise IndexLoadError(
-                f"index not found: {p}; {resumable}: run the same `kbqa index ... --out {p}` "
-                "command to resume it"
+                f"index not found: {given}; {resumable}: run the same "
+                f"`kbqa index ... --out {given}` command to resume it"
             )
-        raise IndexLoadError(f"index not found: {p} (build one with `kbqa index KB --out {p}`)")
+        raise IndexLoadError(
+            f"index not found: {given} (build one with `kbqa index KB --out {given}`)"
+        )
     try:
         manifest = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -916,7 +927,8 @@ def load_index(
         name = strategy or str(manifest.get("default") or names[0])
         if name not in names:
             raise IndexLoadError(f"{p} has no {name!r} index; it holds {', '.join(names)}")
-        return load_index(p / name, embedder_id=embedder_id)
+        return _load_resolved(p / name, Path(given) / name, embedder_id=embedder_id,
+                              strategy=None)  # fmt: skip
     built = (manifest.get("chunking") or {}).get("strategy")
     if strategy is not None and built != strategy:
         raise IndexLoadError(

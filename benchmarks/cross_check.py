@@ -17,17 +17,16 @@ import statistics
 from collections import Counter, defaultdict
 from typing import Any
 
-from kbqa.context import Context
 from kbqa.errors import KBQAError
 from kbqa.evals.metrics import max_over_golds, token_f1
 from kbqa.evals.runner import load_run
 from kbqa.nodes.cross_check import agrees
 from kbqa.nodes.extract import extract_answer
-from kbqa.resources import load_retriever
+from kbqa.retrieval.index import load_index
 
 
 def replay(run: str, index: str) -> None:
-    chunks = load_retriever(Context(index_dir=index, use_llm=False)).index.chunks
+    chunks = load_index(index).chunks
     before: dict[str, list[float]] = defaultdict(list)
     after: dict[str, list[float]] = defaultdict(list)
     moved: dict[str, Counter[str]] = defaultdict(Counter)

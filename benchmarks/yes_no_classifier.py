@@ -34,7 +34,7 @@ def main() -> None:
     tp, fp, fn = counts["tp"], counts["fp"], counts["fn"]
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
-    print(f"| questions | yes/no (gold) | said yes/no | precision | recall |")
+    print("| questions | yes/no (gold) | said yes/no | precision | recall |")
     print("|---|---|---|---|---|")
     print(f"| {sum(counts.values())} | {tp + fn} | {tp + fp} | {precision:.3f} | {recall:.3f} |")
     for kind, qs in wrong.items():

@@ -48,7 +48,7 @@ def script(*answers: str) -> str:
 def run(index: Path, model: str, **kw: object) -> dict:
     """The graph on ``QUESTION``; the cross-check is off unless a test turns it on, so each
     test's script spells out the other stages (the cross-check's tests are below)."""
-    settings: dict[str, object] = {"web_search": "test-down", "cross_check": "off"}
+    settings: dict[str, object] = {"web_search": "test-down", "cross_check": "off", "verify": True}
     ctx = Context(index_dir=str(index), embedder="fake/hash", model=model, **settings | kw)  # type: ignore[arg-type]
     return dict(graph.invoke({"question": QUESTION}, context=ctx))
 
@@ -170,7 +170,7 @@ def test_switches_remove_their_nodes(both_index: Path) -> None:
 
 def test_worst_case_route_is_far_below_the_recursion_limit(both_index: Path) -> None:
     ctx = Context(index_dir=str(both_index), embedder="fake/hash", model=script(ABST),
-                  max_retries=MAX_RETRIES, web_search="test-down")  # fmt: skip
+                  max_retries=MAX_RETRIES, web_search="test-down", verify=True)  # fmt: skip
     out = graph.invoke({"question": QUESTION}, context=ctx, config={"recursion_limit": 25})
     nodes = [r for r in out["route"] if ": " not in r]
     assert out["retries"] == MAX_RETRIES

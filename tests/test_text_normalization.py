@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kbqa.corpus.loaders import Document
-from kbqa.errors import IndexLoadError, InputError
+from kbqa.errors import IndexLoadError
 from kbqa.evals.metrics import exact_match, token_f1
 from kbqa.nodes.check_abstention import is_abstention
 from kbqa.nodes.classify import question_type
@@ -92,10 +92,11 @@ def test_a_page_of_nothing_visible_is_counted_empty(tmp_path: Path) -> None:
     assert {c.doc_id for c in load_index(tmp_path / "idx").chunks} == {"a"}
 
 
-def test_a_record_of_only_zero_width_characters_has_no_text(tmp_path: Path) -> None:
+def test_a_kb_record_of_only_zero_width_characters_is_an_empty_document(tmp_path: Path) -> None:
     from kbqa.corpus.loaders import load_documents
 
     kb = tmp_path / "kb.jsonl"
-    kb.write_text(json.dumps({"doc_id": "z", "text": ZWNJ * 5}) + "\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"kb.jsonl:1: record has no 'text'"):
-        list(load_documents(kb))
+    rows = [{"doc_id": "a", "text": "ঢাকা বাংলাদেশের রাজধানী।"}, {"doc_id": "z", "text": ZWNJ * 5}]
+    kb.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    report = build_index(load_documents(kb), tmp_path / "idx", NoEmbedder(), progress=False)
+    assert (report.documents, report.per_strategy["coverage"]["empty_documents"]) == (2, 1)

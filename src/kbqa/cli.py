@@ -428,7 +428,13 @@ EmbedderOpt = Annotated[
 LlmOpt = Annotated[
     bool, typer.Option("--llm/--no-llm", help="--no-llm: answer with the pattern extractor.")
 ]
-VerifyOpt = Annotated[bool, typer.Option(help="Run the verifier on each answer.")]
+VerifyOpt = Annotated[
+    bool,
+    typer.Option(
+        help="Run the verifier on each answer (off by default: it lowered F1 with the tuned "
+        "reader, docs/finetune.md)."
+    ),
+]
 VerifierOpt = Annotated[
     str,
     typer.Option(help="Verifier model (default: qwen2.5-coder-1.5b if installed, else --model)."),
@@ -522,7 +528,7 @@ def ask(
         bool, typer.Option("--json", help="Print the whole graph output as JSON.")
     ] = False,
     llm: LlmOpt = True,
-    verify: VerifyOpt = True,
+    verify: VerifyOpt = False,
     verifier_model: VerifierOpt = "",
     fallback: FallbackOpt = True,
     web_search: WebOpt = "ddgs",
@@ -676,7 +682,7 @@ def eval_run(
     ] = None,
     report: Annotated[bool, typer.Option(help="Write report.md and plots.")] = True,
     llm: LlmOpt = True,
-    verify: VerifyOpt = True,
+    verify: VerifyOpt = False,
     verifier_model: VerifierOpt = "",
     fallback: FallbackOpt = True,
     web_search: WebOpt = "ddgs",

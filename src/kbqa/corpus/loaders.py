@@ -160,8 +160,9 @@ def _parse_record(obj: dict[str, Any], path: Path, lineno: int) -> Document:
         raise InputError(f"{path}:{lineno}: record has no 'text'")
     if not isinstance(text, str):
         raise InputError(f"{path}:{lineno}: 'text' must be a string, got {type(text).__name__}")
-    if is_blank(text):
-        raise InputError(f"{path}:{lineno}: record has no 'text' (it is empty or invisible)")
+    if not text.strip():  # (text of only invisible characters is a document that the
+        # chunker finds empty, counted in the build's empty_documents)
+        raise InputError(f"{path}:{lineno}: record has no 'text' (it is empty)")
     raw_id = obj.get("doc_id") if obj.get("doc_id") is not None else obj.get("id")
     doc_id = _scalar(raw_id, "doc_id", path, lineno).strip() or f"{path.name}:{lineno}"
     return Document(

@@ -71,6 +71,11 @@ def test_an_index_from_the_old_tokenizer_is_refused(tiny_index: Path, tmp_path: 
         ("পাট বাংলাদেশের একটি অর্থকরী ফসল?", "yes/no"),  # a statement asked as a question
         ("এটি পূর্বে কি নামে পরিচিত ছিল?", "other"),  # কি নামে asks what
         ("রেশম চাষ বলতে কী বুঝায়?", "other"),
+        ("কোনটি বড়, ঢাকা নাকি চট্টগ্রাম?", "other"),  # either-or inside: asks which
+        ("বঙ্গবন্ধু কবে জন্মগ্রহণ করেন, ১৯২০ নাকি ১৯২১?", "date"),
+        ("ঢাকা কি রাজধানী নাকি?", "yes/no"),
+        ("১৯৭১ সালে কি হয়েছিল?", "other"),  # কি before হওয়া: what happened
+        ("তিনি কি ঢাকায় গিয়েছিলেন?", "yes/no"),
         ("Is Dhaka the capital of Bangladesh?", "yes/no"),
         ("What is the capital of Bangladesh?", "other"),
     ],

@@ -46,8 +46,9 @@ question word must not match inside another word (``কখন`` inside ``কখ�
 # Checked in order; the first rule that matches wins.
 _RULES: list[tuple[str, regex.Pattern[str]]] = [
     ("email", regex.compile(r"(ই-?মেইল|e-?mail)", regex.I)),
-    # an explicit either-or: "... - হ্যাঁ কি না?", "... কিনা?", "... নাকি ...?"
-    ("yes/no", regex.compile(rf"{_B}(কিনা|কি\s+না|কী\s+না|নাকি){_E}")),
+    # an explicit yes-or-no: "... - হ্যাঁ কি না?", "... কিনা?", a final "... নাকি?" (an
+    # either-or inside the sentence, "ঢাকা নাকি চট্টগ্রাম?", asks which, not yes/no)
+    ("yes/no", regex.compile(rf"{_B}(কিনা|কি\s+না|কী\s+না){_E}|{_B}নাকি\s*[?？]?\s*$")),
     ("list", regex.compile(rf"{_B}(কি\s+কি|কী\s+কী|কোন\s+কোন|কে\s+কে|কারা\s+কারা){_E}")),
     (
         "date",
@@ -88,10 +89,11 @@ _RULES: list[tuple[str, regex.Pattern[str]]] = [
 _KI = rf"{_B}(কি|কী){_E}"
 _KI_ASKS = regex.compile(
     rf"{_KI}\s*(ধরনের|ধরণের|নামে|নাম|কারণে|কারনে|হিসেবে|হিসাবে|রকম|রকমের|জন্য|উদ্দেশ্যে|বিষয়ে|বিষয়ে|"
-    rf"কাজ|করে|করেন|করা|হয়|হয়|হয়েছে|হয়েছে|ছিল|বোঝায়|বোঝায়|বলে|বলা){_E}"
+    rf"কাজ|ছিল|ছিলো){_E}"
+    rf"|{_KI}\s*(হয়|হয়|হল|হবে|হচ্ছে|কর|বল|বোঝ|বুঝ)[\p{{L}}\p{{M}}]*"
 )
 """``কি``/``কী`` asking *what*: before a noun it asks for (``কি নামে``, ``কী কারণে``) or right before
-the verb (``কী বোঝায়``, ``কি করেন``)."""
+a form of হওয়া, করা, বলা, বোঝা (``কি হয়েছিল``, ``কি করেছিলেন``, ``কী বোঝায়``)."""
 _FINAL_KI = regex.compile(rf"(\S+)\s+{_KI}\s*[?？]?\s*$")
 _VERB_END = regex.compile(
     r"(েছে|েছেন|েছিল|েছিলো|েছিলেন|ছে|ছেন|ছিল|ছিলো|ছিলেন|েন|বে|বেন|তো|তেন|আছে|নেই|করে|পারে|থাকে|"

@@ -18,7 +18,6 @@ vowel signs, so ``জন্মগ্রহণ`` would split inside the word.
 from __future__ import annotations
 
 import time
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +30,7 @@ from kbqa.nodes.check_abstention import chunk_sources
 from kbqa.resources import retriever_for
 from kbqa.retrieval.tokenizer import tokenize
 from kbqa.state import State
+from kbqa.text import normalize_text
 
 MAX_SPAN_WORDS = 6
 """Longest answer (in words) taken from a sentence for untyped questions."""
@@ -215,10 +215,11 @@ def extract_answer(
     Returns:
         The span, or None when no sentence shares a content word with the question.
     """
+    question = normalize_text(question)
     q_words = _content_words(question)
     scored: list[tuple[float, int, str]] = []  # (score, chunk_id, sentence)
     for rank, (chunk_id, text) in enumerate(passages):
-        for sent in sentences(unicodedata.normalize("NFC", text)):
+        for sent in sentences(normalize_text(text)):
             overlap = len(q_words & set(tokenize(sent)))
             scored.append((overlap - 0.01 * rank, chunk_id, sent))
     if not scored or scored_max(scored) < 1 - 0.01 * len(passages):

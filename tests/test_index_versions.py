@@ -137,3 +137,64 @@ def test_a_rebuild_killed_at_any_step_leaves_an_index_that_loads(
             assert built == "new"
         assert not list(root.glob(".idx.old-*"))
         assert json.loads((out / "manifest.json").read_text())["chunks"] == len(index.chunks)
+
+
+def test_a_users_own_link_is_followed_not_replaced(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "bigdisk" / "idx"
+    elsewhere.parent.mkdir()
+    out = tmp_path / "idx"
+    out.symlink_to(elsewhere)  # the user keeps the index on another disk
+    for _ in range(2):
+        build_index(docs("a"), out, NoEmbedder(), progress=False)
+    assert os.readlink(out) == str(elsewhere)  # the user's link is untouched
+    assert len(load_index(out).chunks) == len(load_index(elsewhere).chunks) > 0
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".idx")] == []
+
+
+def test_a_deleted_index_stays_deleted(tmp_path: Path) -> None:
+    from kbqa.errors import IndexLoadError
+
+    out = tmp_path / "idx"
+    for _ in range(2):
+        build_index(docs("a"), out, NoEmbedder(), progress=False)
+    out.unlink()  # `rm idx`: the versions are left behind, but the user removed the index
+    with pytest.raises(IndexLoadError, match="index not found"):
+        load_index(out)
+
+
+def test_without_symbolic_links_the_plain_layout_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_links(*args: object, **kwargs: object) -> None:
+        raise OSError(1, "Operation not permitted")  # exFAT, some network filesystems
+
+    monkeypatch.setattr(os, "symlink", no_links)
+    out = tmp_path / "idx"
+    for kind in "ab":
+        build_index(docs(kind), out, NoEmbedder(), progress=False)
+        assert out.is_dir() and not out.is_symlink()
+        assert WORDS[kind] in load_index(out).chunks[0].text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
+
+
+def test_a_skipped_unreadable_folder_file_does_not_fail_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbqa.corpus.loaders import load_documents
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.txt").write_text("ঢাকা বাংলাদেশের রাজধানী।", encoding="utf-8")
+    (kb / "b.txt").write_text("x", encoding="utf-8")
+    real_open = Path.open
+
+    def denied(self: Path, *args: object, **kwargs: object) -> object:
+        if self.name == "b.txt":  # chmod 0 does not stop root
+            raise PermissionError(13, "Permission denied")
+        return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "open", denied)
+    monkeypatch.setattr(Path, "read_bytes", lambda self: denied(self, "rb").read())
+    docs_read = load_documents(kb, skip_bad_lines=True)
+    report = build_index(docs_read, tmp_path / "idx", NoEmbedder(), source=kb, progress=False)
+    assert report.documents == 1

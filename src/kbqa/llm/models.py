@@ -198,6 +198,12 @@ def resolve_model(name: str) -> tuple[Path, PromptStyle]:
                 )
             os.replace(tmp, target)
         except OSError as exc:  # read-only, full, or a path through a regular file
+            where = Path(str(exc.filename or target.parent))
+            if target.parent not in (where, *where.parents):  # not the cache: a package file
+                raise ModelError(
+                    f"cannot read {where} of {name} ({exc.strerror or type(exc).__name__}); "
+                    f"reinstall {' '.join(spec.packages[:1])}..."
+                ) from None
             raise ModelError(
                 f"cannot write {name} into the model cache {target.parent} "
                 f"({exc.strerror or type(exc).__name__}); set KBQA_CACHE_DIR to a writable "

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from kbqa.errors import InputError
 from kbqa.retrieval.embedders import Embedder
-from kbqa.retrieval.versions import absolute_path
+from kbqa.retrieval.versions import publish_path
 
 EMBED_BATCH = 32
 """Texts embedded and cached together."""
@@ -153,7 +153,7 @@ def _clear_caches(out: Path) -> None:
 
 def interrupted_build(out: str | Path) -> str | None:
     """A sentence on an interrupted build of ``out`` that can resume, or None when none is."""
-    out = absolute_path(out)
+    out = publish_path(out)
     for kind, what in (("teacher", "words of the static table"), ("embed", "chunk texts")):
         d = cache_dir(out, kind)
         try:

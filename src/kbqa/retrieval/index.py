@@ -53,7 +53,7 @@ from kbqa.retrieval.tokenizer import (
     url_tokens,
     with_ngrams,
 )
-from kbqa.retrieval.versions import absolute_path, publish, resolve_index
+from kbqa.retrieval.versions import publish, publish_path, resolve_index
 from kbqa.text import TEXT_NORMALIZATION
 
 FORMAT_VERSION = 2
@@ -169,13 +169,21 @@ def peak_rss_mib() -> float:
 def source_sha256(path: Path) -> str:
     """sha256 of a knowledge-base file, or of every file (path and bytes) under a folder."""
     digest = hashlib.sha256()
-    files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+    if path.is_dir():  # as the folder loader reads it: links not followed
+        files = sorted(f for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+    else:
+        files = [path]
     for f in files:
         if path.is_dir():
             digest.update(f.relative_to(path).as_posix().encode())
-        with f.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
+        try:
+            with f.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError as exc:  # a file the loader skipped (--skip-bad-lines) as unreadable
+            if not path.is_dir():
+                raise InputError(f"{f}: cannot be read ({exc.strerror or exc})") from None
+            digest.update(f"unreadable {exc.errno}".encode())
     return digest.hexdigest()
 
 
@@ -295,9 +303,10 @@ def _build(
 ) -> BuildReport:
     """Chunk every part, then write the index while holding the index's build lock."""
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs each build step at DEBUG
-    out = absolute_path(out)
+    out = publish_path(out)
     _check_replaceable(out)
-    if source is not None and Path(source).resolve() in (out, *out.parents):
+    resolved = out.parent.resolve() / out.name
+    if source is not None and Path(source).resolve() in (resolved, *resolved.parents):
         raise InputError(f"the index {out} cannot be written inside the knowledge base {source}")
     report = BuildReport()
     t0 = time.perf_counter()
@@ -716,7 +725,7 @@ def continue_index(
         BuildInterrupted: Ctrl-C while embedding.
     """
     t0 = time.perf_counter()
-    out = absolute_path(path)
+    out = publish_path(path)
     if out.exists() and not out.is_dir():
         raise IndexLoadError(f"{out} is a file, not an index directory")
     if not out.exists():
@@ -919,8 +928,8 @@ def _load_resolved(
             else ""
         )
         raise IndexLoadError(
-            f"{p}: index format {found} is not {FORMAT_VERSION}{why}; rebuild it: "
-            f"`kbqa index KB --out {p}`"
+            f"{given}: index format {found} is not {FORMAT_VERSION}{why}; rebuild it: "
+            f"`kbqa index KB --out {given}`"
         )
     if "indexes" in manifest:
         names = list(manifest["indexes"])

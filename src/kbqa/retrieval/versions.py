@@ -1,20 +1,25 @@
 """Publishing an index so that readers see the old one or the new one, never a mix.
 
-An index path ``DIR`` is a symbolic link to a complete, never-modified build in a sibling
-version directory ``.DIR.v-<time>-<pid>``. A build writes its version directory in full, then
-switches the link with one ``rename(2)`` of a new link over the old (atomic on POSIX): a reader
-that resolves ``DIR`` once (:func:`resolve_index`) and reads every file from the version it got
-cannot mix two builds, and an interrupted build leaves ``DIR`` pointing where it pointed. The
-version the link replaced is kept (a reader may still be loading it); older ones are deleted.
+An index path ``DIR`` is a symbolic link to a complete build in a sibling version directory
+``.DIR.v-<time>-<pid>`` (changed afterwards only by ``kbqa index --continue``, which adds its
+dense files one atomic rename at a time and flips the manifest last). A build writes its
+version directory in full, then switches the link with one ``rename(2)`` of a new link over
+the old (atomic on POSIX): a reader that resolves ``DIR`` once (:func:`resolve_index`) and
+reads every file from the version it got cannot mix two builds, and an interrupted build
+leaves ``DIR`` pointing where it pointed. The version the link replaced is kept (a reader may
+still be loading it); older ones are deleted.
 
 An index of the earlier layout (``DIR`` a plain directory) is moved into a version directory
-on its first rebuild; if that one move is interrupted, :func:`restore` puts the newest complete
-version back at ``DIR`` (as it does for the ``.DIR.old-<pid>`` directories the earlier layout
-could strand).
+on its first rebuild; if that one move is interrupted, :func:`restore` puts it back at ``DIR``
+(as it does for the ``.DIR.old-<pid>`` directories the earlier layout could strand). A ``DIR``
+the user deleted is not brought back from its leftover versions. On a filesystem without
+symbolic links the earlier layout is kept (rename aside, rename in). A link ``DIR`` that the
+user made (to another disk, say) is followed, and the index is published where it points.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
@@ -34,12 +39,39 @@ def absolute_path(path: str | Path) -> Path:
     return Path(os.path.abspath(Path(path).expanduser()))
 
 
-def _versions(out: Path) -> list[Path]:
+def _versions(out: Path, *, stranded_only: bool = False) -> list[Path]:
     """Version directories of ``out`` (and stranded ``.old-`` directories of the earlier
-    layout), newest first."""
-    found = [*out.parent.glob(f".{out.name}.v-*"), *out.parent.glob(f".{out.name}.old-*")]
-    return sorted((p for p in found if p.is_dir() and not p.is_symlink()),
-                  key=lambda p: p.stat().st_mtime_ns, reverse=True)  # fmt: skip
+    layout), newest first; ``stranded_only``: only those a killed migration or an earlier kbqa
+    left (``-legacy`` versions and ``.old-`` directories)."""
+    name = glob.escape(out.name)
+    found = [*out.parent.glob(f".{name}.old-*")]
+    found += out.parent.glob(f".{name}.v-*-legacy" if stranded_only else f".{name}.v-*")
+
+    def age(p: Path) -> int:
+        try:
+            return p.stat().st_mtime_ns
+        except OSError:  # deleted by a build meanwhile
+            return 0
+
+    return sorted((p for p in found if p.is_dir() and not p.is_symlink()), key=age, reverse=True)
+
+
+def is_managed(out: Path) -> bool:
+    """``out`` is a link kbqa made: it points at one of its own sibling version directories."""
+    try:
+        target = os.readlink(out)
+    except OSError:
+        return False
+    return "/" not in target and target.startswith(f".{out.name}.v-")
+
+
+def publish_path(path: str | Path) -> Path:
+    """Where a build of ``path`` is published: ``path`` (absolute, its link kept), or, when
+    ``path`` is a link the user made (not one of kbqa's), the directory it points to."""
+    out = absolute_path(path)
+    if out.is_symlink() and not is_managed(out):
+        return out.resolve()
+    return out
 
 
 def _complete(version: Path) -> bool:
@@ -50,39 +82,33 @@ def _complete(version: Path) -> bool:
     return True
 
 
-def _switch_link(out: Path, target: Path) -> None:
-    """Point ``out`` at ``target`` (a sibling) with one atomic rename of a new link."""
-    link = out.parent / f".{out.name}.link-{os.getpid()}"
-    link.unlink(missing_ok=True)
-    os.symlink(target.name, link)  # relative: the folder holding both can be moved
-    os.replace(link, out)
-
-
 def restore(out: Path) -> Path | None:
-    """When ``out`` is missing but a complete version of it is on disk (a build or a migration
-    killed at the wrong moment), point ``out`` at the newest and return it; else None."""
-    if out.exists():
-        return None
-    for version in _versions(out):
-        if _complete(version):
-            if version.name.startswith(f".{out.name}.old-"):  # the earlier layout's leftover
-                moved = out.parent / f".{out.name}.v-{time.time_ns()}-restored"
-                os.replace(version, moved)
-                version = moved
-            _switch_link(out, version)
-            log.warning("index %s was missing; restored it from %s", out, version.name)
-            return version
+    """When ``out`` is missing because a migration or an earlier kbqa's rebuild was killed
+    half-way, put the index it moved aside back at ``out`` and return it; else None (also when
+    the folder cannot be written: the caller then reports the index missing)."""
+    if out.exists() or out.is_symlink():
+        return None  # present, or a link the user left dangling: not ours to mend
+    for stranded in _versions(out, stranded_only=True):
+        if not _complete(stranded):
+            continue
+        try:
+            os.replace(stranded, out)
+        except OSError:
+            return None
+        log.warning("index %s was missing; restored it from %s", out, stranded.name)
+        return out
     return None
 
 
 def resolve_index(path: str | Path) -> Path:
-    """The directory to read an index from: the version ``path`` links to now (resolved once,
-    so every file of one load comes from one build), ``path`` itself for a plain directory,
-    or the restored version when ``path`` went missing (:func:`restore`)."""
+    """The directory to read an index from, resolved once so that every file of one load comes
+    from one build: the version ``path`` links to now (also for a sub-index ``DIR/precision``
+    of a linked ``DIR``), ``path`` itself for a plain directory, or the index put back by
+    :func:`restore` when ``path`` went missing."""
     out = absolute_path(path)
     if not out.exists():
         restore(out)
-    return out.resolve() if out.is_symlink() else out
+    return out.resolve() if out.exists() else out
 
 
 def publish(tmp: Path, out: Path) -> None:
@@ -91,17 +117,36 @@ def publish(tmp: Path, out: Path) -> None:
     ``tmp`` becomes a version directory, then the link ``out`` is switched to it in one rename.
     An ``out`` of the earlier layout (a plain directory) is first moved into a version
     directory of its own. The version the link pointed to stays (a reader may be loading it);
-    older versions, and stranded directories of killed builds, are deleted.
+    older versions, and stranded directories of killed builds, are deleted. Where the
+    filesystem has no symbolic links, the earlier layout is used: ``out`` renamed aside,
+    ``tmp`` renamed in, the old one deleted.
     """
+    for stale in out.parent.glob(f".{glob.escape(out.name)}.link-*"):  # from killed builds
+        stale.unlink(missing_ok=True)  # (builds of one index are serialised by its lock)
+    link = out.parent / f".{out.name}.link-{os.getpid()}"
     version = out.parent / f".{out.name}.v-{time.time_ns()}-{os.getpid()}"
+    try:
+        os.symlink(version.name, link)  # made first: no links here means no switch either
+    except OSError:
+        _publish_without_links(tmp, out)
+        return
     os.replace(tmp, version)
     previous: Path | None = None
     if out.is_symlink():
         previous = out.resolve()
     elif out.is_dir():  # the earlier layout: a plain directory
         previous = out.parent / f".{out.name}.v-{time.time_ns() - 1}-legacy"
-        os.replace(out, previous)  # if killed here, restore() finds it
-    _switch_link(out, version)
+        os.replace(out, previous)  # if killed here, restore() puts it back
+    os.replace(link, out)
+    keep = {version.resolve(), previous.resolve() if previous else None}
     for old in _versions(out):
-        if old not in (version, previous):
+        if old.resolve() not in keep:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _publish_without_links(tmp: Path, out: Path) -> None:
+    old = out.parent / f".{out.name}.old-{os.getpid()}"
+    if out.exists():
+        os.replace(out, old)  # if killed here, restore() puts it back
+    os.replace(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)

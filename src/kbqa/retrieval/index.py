@@ -741,46 +741,47 @@ def continue_index(
             f"{out} is the {out.name!r} part of the index {out.parent}; continue that "
             f"directory instead (kbqa index --continue --out {out.parent})"
         )
-    top = _read_manifest(out)
-    names = list(top["indexes"]) if isinstance(top.get("indexes"), dict) else []
-    part_dirs = {n: out / n for n in names} if names else {"": out}
-    report = BuildReport()
-    if top.get("dense") == "none":
-        raise IndexLoadError(
-            f"{out} was built without a dense part (--embedder none); to add one, rebuild it "
-            "with --embedder static or e5 (--dense later keeps BM25 usable meanwhile)"
-        )
-    static = top.get("embedder") == STATIC_EMBEDDER_ID
+    with _BuildLock(out):  # held from the first read to the last manifest written
+        real = resolve_index(out)  # one version throughout: a rebuild may publish meanwhile
+        top = _read_manifest(real)
+        names = list(top["indexes"]) if isinstance(top.get("indexes"), dict) else []
+        part_dirs = {n: real / n for n in names} if names else {"": real}
+        report = BuildReport()
+        if top.get("dense") == "none":
+            raise IndexLoadError(
+                f"{out} was built without a dense part (--embedder none); to add one, rebuild it "
+                "with --embedder static or e5 (--dense later keeps BM25 usable meanwhile)"
+            )
+        static = top.get("embedder") == STATIC_EMBEDDER_ID
 
-    def complete(d: Path) -> bool:
-        files_there = (d / DENSE).is_file() and (not static or (d / STATIC_DIR).is_dir())
-        return _read_manifest(d).get("dense", "ready") == "ready" and files_there
+        def complete(d: Path) -> bool:
+            files_there = (d / DENSE).is_file() and (not static or (d / STATIC_DIR).is_dir())
+            return _read_manifest(d).get("dense", "ready") == "ready" and files_there
 
-    if all(complete(d) for d in part_dirs.values()):
-        return report
-    chunks: dict[str, list[Chunk]] = {}
-    for name, d in part_dirs.items():
-        # the same checks as a query would make (counts, chunk store, BM25), before any work
-        _check_lexical_part(d)
-        chunks[name] = _read_chunks(d)
-        report.chunks += len(chunks[name])
-    if embedder is None:
-        embedder = load_embedder(str(top["embedder"]))
-    elif embedder.id != top["embedder"]:
-        raise IndexLoadError(
-            f"{out} was built for embedder {top['embedder']!r}, not {embedder.id!r}"
-        )
-    with _BuildLock(out):
+        if all(complete(d) for d in part_dirs.values()):
+            return report
+        chunks: dict[str, list[Chunk]] = {}
+        for name, d in part_dirs.items():
+            # the same checks as a query would make (counts, chunk store, BM25), before any work
+            _check_lexical_part(d)
+            chunks[name] = _read_chunks(d)
+            report.chunks += len(chunks[name])
+        if embedder is None:
+            embedder = load_embedder(str(top["embedder"]))
+        elif embedder.id != top["embedder"]:
+            raise IndexLoadError(
+                f"{out} was built for embedder {top['embedder']!r}, not {embedder.id!r}"
+            )
         fitted = _add_dense(
             part_dirs, chunks, embedder, out, report, progress=progress, reuse=False
         )
-    for d in [*part_dirs.values(), out] if names else [out]:
-        manifest = _read_manifest(d)
-        manifest["dense"] = "ready"
-        manifest["embedding_dim"] = fitted.dim
-        staging = d / f".{MANIFEST}.tmp-{os.getpid()}"
-        _write_json(staging, manifest)
-        os.replace(staging, d / MANIFEST)
+        for d in [*part_dirs.values(), real] if names else [real]:
+            manifest = _read_manifest(d)
+            manifest["dense"] = "ready"
+            manifest["embedding_dim"] = fitted.dim
+            staging = d / f".{MANIFEST}.tmp-{os.getpid()}"
+            _write_json(staging, manifest)
+            os.replace(staging, d / MANIFEST)
     _clear_caches(out)
     report.stage_seconds["dense"] = time.perf_counter() - t0
     report.peak_rss_mib = peak_rss_mib()

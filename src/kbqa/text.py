@@ -34,6 +34,12 @@ def normalize_text(text: str) -> str:
     return unicodedata.normalize("NFC", _FORMAT_CHARS.sub("", text))
 
 
+def strip_format_chars(text: str) -> str:
+    """``text`` without format characters (Unicode category Cf), otherwise as given (no NFC): for
+    text a model reads, whose tokens should change only where invisible characters were."""
+    return _FORMAT_CHARS.sub("", text)
+
+
 def fold_digits(text: str) -> str:
     """Map Bangla digits ০-৯ to ASCII 0-9."""
     return text.translate(_BANGLA_DIGITS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from kbqa.prompts.answer import ABSTENTION_PHRASE, Passage, _context_block
-from kbqa.text import normalize_text
+from kbqa.text import strip_format_chars
 
 VERIFY_INSTRUCTION = (
     "You check a short answer to a question against the context. If the candidate answer is "
@@ -40,7 +40,7 @@ def render_verify_prompt(
     Returns:
         Messages for a chat model.
     """
-    lines = [_context_block(passages), f"Question: {normalize_text(question).strip()}"]
+    lines = [_context_block(passages), f"Question: {strip_format_chars(question).strip()}"]
     lines.append(f"Candidate answer: {candidate.strip()}")
     if hint and hint.strip() != candidate.strip():
         lines.append(f"Pattern match in the context: {hint.strip()}")

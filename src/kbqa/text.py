@@ -37,7 +37,7 @@ def normalize_text(text: str) -> str:
 def strip_format_chars(text: str) -> str:
     """``text`` without format characters (Unicode category Cf), otherwise as given (no NFC): for
     text a model reads, whose tokens should change only where invisible characters were."""
-    return _FORMAT_CHARS.sub("", text)
+    return str(_FORMAT_CHARS.sub("", text))
 
 
 def fold_digits(text: str) -> str:

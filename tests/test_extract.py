@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbqa.nodes.extract import PATTERNS, extract_answer, sentences
+from kbqa.nodes.extract import PATTERNS, aligned_span, extract_answer, same_stem, sentences
 from kbqa.nodes.finalize import postprocess, snap_to_context
 from kbqa.nodes.web_search import key_entities, web_query
 
@@ -124,3 +124,65 @@ def test_an_extraction_carries_its_sentence_for_the_cross_check() -> None:
     assert agrees("পদ্মা নদীর", found)  # no shared word with the span, but in its sentence
     assert not agrees("১৯৫০", found)  # read from another sentence
     assert not agrees("", found)
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "span"),
+    [
+        # both anchors: what lies between the words around the question word
+        ("অনুষ্ঠানটি কোন ভাষায় প্রচারিত হয়?", "অনুষ্ঠানটি বাংলা ভাষায় প্রচারিত হয়।", "বাংলা"),
+        ("রাজু কোন শহরে বাস করে?", "রাজু এখন ঢাকা শহরে বাস করে।", "এখন ঢাকা"),
+        # a case ending differs between question and sentence (সুমনের / সুমন)
+        ("সুমনের বাড়ি কোন গ্রামে?", "সুমন রসুলপুর গ্রামে থাকে।", "রসুলপুর"),
+        # left anchor only: the first run after it
+        (
+            "পদ্মা নদীর উৎস কোথায়?",
+            "পদ্মা নদীর উৎস হিমালয়ের গঙ্গোত্রী হিমবাহ, যা ভারতে অবস্থিত।",
+            "হিমালয়ের গঙ্গোত্রী হিমবাহ, যা ভারতে অবস্থিত",
+        ),
+        # right anchor only: the run before it
+        ("কে গীতাঞ্জলি লিখেছেন?", "রবীন্দ্রনাথ ঠাকুর গীতাঞ্জলি লিখেছেন।", "রবীন্দ্রনাথ ঠাকুর"),
+        # why / how are answered by a clause; a doubled question word asks for a list
+        ("নদীটি কেন শুকিয়ে যায়?", "বাঁধের কারণে নদীটি শুকিয়ে যায়।", None),
+        ("নদীটির তীরে কি কি শহর আছে?", "নদীটির তীরে ঢাকা ও নারায়ণগঞ্জ শহর আছে।", None),
+        # no question word, or no anchor in the sentence
+        ("পদ্মা একটি নদী?", "পদ্মা একটি বড় নদী।", None),
+        ("রাজু কোন শহরে বাস করে?", "মিনা গ্রামে থাকে।", None),
+    ],
+)
+def test_aligned_span(question: str, sentence: str, span: str | None) -> None:
+    assert aligned_span(sentence, question) == span
+
+
+def test_aligned_span_refuses_a_gap_longer_than_max_words() -> None:
+    question = "রাজু কোন শহরে বাস করে?"
+    sentence = "রাজু এক দুই তিন চার পাঁচ শহরে বাস করে।"
+    assert aligned_span(sentence, question, max_words=4) is None
+    assert aligned_span(sentence, question, max_words=5) == "এক দুই তিন চার পাঁচ"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [("ভাষায়", "ভাষার", True), ("সুমনের", "সুমন", True), ("কর", "করে", False), ("রাম", "রাজা", False)],
+)
+def test_same_stem(a: str, b: str, same: bool) -> None:
+    assert same_stem(a, b) is same
+
+
+def test_bangla_untyped_questions_take_the_aligned_span_english_the_novel_words() -> None:
+    passages = [(0, "অনুষ্ঠানটি বাংলা ভাষায় প্রচারিত হয়। এটি ১৯৯০ সালে শুরু হয়।")]
+    found = extract_answer("অনুষ্ঠানটি কোন ভাষায় প্রচারিত হয়?", "other", passages, "bn")
+    assert found is not None and (found.answer, found.method) == ("বাংলা", "aligned")
+    found = extract_answer("Where is the office?", "location", PASSAGES, "en")
+    assert found is not None and found.method == "overlap"
+
+
+def test_bangla_typed_patterns_stay_in_the_best_sentence() -> None:
+    # the best sentence (most words shared with the question) holds no year; the next one does
+    passages = [(0, "রাজু ঢাকা শহরে জন্মগ্রহণ করেন। তাঁর ভাই ১৯৮০ সালে চট্টগ্রাম যান।")]
+    found = extract_answer("রাজু কোন সালে ঢাকা শহরে জন্মগ্রহণ করেন?", "date", passages, "bn")
+    assert found is not None and "১৯৮০" not in found.answer
+    # English still searches further sentences for a typed pattern
+    passages = [(0, "The river Alpha is long. It was surveyed in 1950 by the state.")]
+    found = extract_answer("In what year was the river Alpha surveyed?", "date", passages, "en")
+    assert found is not None and found.answer == "1950"

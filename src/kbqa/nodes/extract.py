@@ -8,7 +8,11 @@ no-LLM F1 was 0.284 against 0.758 with the LLM). Here:
    ``1971``), ties broken by retrieval rank;
 3. typed questions (email, phone, URL, date/year, number with unit, course code, person) take the
    first pattern match in the best-scoring sentences that have one;
-4. other questions take the longest run of words of the best sentence that the question does not
+4. other Bangla questions take the words that stand where the question word stands
+   (:func:`aligned_span`: Bangla keeps its question word in place, so ``মাঙ্গা কোন ভাষায়
+   নির্মিত?`` is answered by the word before ``ভাষায় নির্মিত`` in ``মাঙ্গা জাপানি ভাষায়
+   নির্মিত``);
+5. failing that, the longest run of words of the best sentence that the question does not
    already contain (at most :data:`MAX_SPAN_WORDS`).
 
 Patterns use the ``regex`` package with ``\\p{L}\\p{M}``: Python's ``\\w`` does not match Bangla
@@ -17,6 +21,7 @@ vowel signs, so ``জন্মগ্রহণ`` would split inside the word.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -35,8 +40,35 @@ from kbqa.text import normalize_text
 MAX_SPAN_WORDS = 6
 """Longest answer (in words) taken from a sentence for untyped questions."""
 SENTENCES_SEARCHED = 20
-"""Best-scoring sentences searched for a typed pattern (a phone number often sits in a sentence
-that shares no word with the question, next to one that does)."""
+"""Best-scoring sentences searched for a contact pattern (email, phone, URL, course code): a phone
+number often sits in a sentence that shares no word with the question, next to one that does."""
+CONTACT_KINDS = frozenset({"email", "phone", "url", "course"})
+"""Answer kinds always searched beyond the best sentence (:data:`SENTENCES_SEARCHED`). In Bangla
+the other typed patterns (date, year, number, person) are searched in the best sentence only:
+searching the next 19 too took the first number or name of a sentence that did not hold the
+answer (BanglaRQA validation, answerable, outside the seed-1 sample of 300: F1 0.492 -> 0.514
+when they stopped). In English the wider search measured better (XQuAD 300: 0.216 against
+0.211; CMU LTI 100: 0.157 against 0.147), so it stays (``docs/finetune.md``, "The
+extractor")."""
+MAX_ALIGNED_WORDS = 12
+"""Longest span :func:`aligned_span` returns; a longer gap is not taken as the answer."""
+QUESTION_WORDS_BN = frozenset(
+    normalize_text(word)
+    for word in (
+        "কে", "কী", "কি", "কোন", "কোনটি", "কোনগুলো", "কোনো", "কোথায়", "কোথা", "কোথাকার", "কবে",
+        "কখন", "কত", "কতটা", "কতো", "কতজন", "কতটি", "কততম", "কেন", "কিভাবে", "কীভাবে", "কার",
+        "কাকে", "কাদের", "কারা", "কয়", "কয়টি", "কিসের", "কীসের", "কিসে", "কীসে", "কেমন", "কিরূপ",
+        "কীরূপ",
+    )
+)  # fmt: skip
+"""Bangla question words, as whole tokens after :func:`~kbqa.text.normalize_text`."""
+CLAUSE_QUESTION_WORDS = frozenset({"কেন", "কিভাবে", "কীভাবে", "কেমন"})
+"""*Why* and *how*: answered by a clause, not by the words in the question word's place
+(aligning them lowered F1 on those questions), so :func:`aligned_span` leaves them alone."""
+MIN_STEM_CHARS = 3
+"""Two words are forms of one word (:func:`same_stem`) when they share a prefix of at least this
+many characters that is also at least :data:`STEM_SHARE` of the shorter word."""
+STEM_SHARE = 0.6
 
 _D = "[0-9০-৯]"
 _END = r"(?![\p{L}\p{M}])"
@@ -170,14 +202,17 @@ STOPWORDS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Extraction:
-    """An extracted span: the answer, the pattern that found it (or ``overlap``), the chunk it
-    came from, the overlap score of its sentence and the sentence itself."""
+    """An extracted span: the answer, the rule that found it (a pattern name, ``aligned``,
+    ``overlap`` or ``yes/no``), the chunk it came from, the overlap score of its sentence, the
+    sentence itself, and ``coverage``: the share (0-1) of the question's content words (not
+    :data:`STOPWORDS`) that the sentence holds."""
 
     answer: str
     method: str
     chunk_id: int
     score: float
     sentence: str = ""
+    coverage: float = 0.0
 
 
 def answer_kind(question: str, question_type: str) -> str:
@@ -225,21 +260,103 @@ def extract_answer(
     if not scored or scored_max(scored) < 1 - 0.01 * len(passages):
         return None  # no sentence shares a content word with the question
     scored.sort(key=lambda s: -s[0])
+
+    def found(answer: str, method: str, score: float, chunk_id: int, sent: str) -> Extraction:
+        coverage = len(q_words & set(tokenize(sent))) / len(q_words)
+        return Extraction(answer, method, chunk_id, score, sent, coverage)
+
     kind = answer_kind(question, question_type)
     if kind == "yes/no":
-        best = scored[0]
-        return Extraction(YES.get(language, YES["en"]), "yes/no", best[1], best[0], best[2])
+        return found(YES.get(language, YES["en"]), "yes/no", *scored[0])
     names = _TYPE_PATTERNS.get(kind, [])
-    for score, chunk_id, sent in scored[:SENTENCES_SEARCHED]:  # best sentence first, then
+    searched = 1 if language == "bn" and kind not in CONTACT_KINDS else SENTENCES_SEARCHED
+    for score, chunk_id, sent in scored[:searched]:  # best sentence first, then
         for name in names:  # the pattern families in order of preference
             for match in PATTERNS[name].finditer(sent):
                 span = " ".join(match.group(0).split()).strip(" ,")
                 if span and not (_content_words(span) and _content_words(span) <= q_words):
-                    return Extraction(span, name, chunk_id, score, sent)
+                    return found(span, name, score, chunk_id, sent)
     score, chunk_id, sent = scored[0]
     if not sent:
         return None
-    return Extraction(_novel_span(sent, question), "overlap", chunk_id, score, sent)
+    aligned = aligned_span(sent, question) if language == "bn" else None
+    if aligned and (trimmed := " ".join(_trim_edges(aligned.split())).strip(" ,;:")):
+        return found(trimmed, "aligned", score, chunk_id, sent)
+    return found(_novel_span(sent, question), "overlap", score, chunk_id, sent)
+
+
+def same_stem(a: str, b: str) -> bool:
+    """Whether tokens ``a`` and ``b`` are likely forms of one word: equal, or sharing a prefix of
+    :data:`MIN_STEM_CHARS` characters that is :data:`STEM_SHARE` of the shorter one (Bangla case
+    endings: ``ভাষায়`` and ``ভাষার``, ``সুশ্রুতের`` and ``সুশ্রুত``)."""
+    if a == b:
+        return True
+    shorter = min(len(a), len(b))
+    shared = next((i for i in range(shorter) if a[i] != b[i]), shorter)
+    return shared >= MIN_STEM_CHARS and shared >= STEM_SHARE * shorter
+
+
+def aligned_span(sentence: str, question: str, max_words: int = MAX_ALIGNED_WORDS) -> str | None:
+    """The words of ``sentence`` that stand where the question word stands in ``question``.
+
+    Bangla leaves its question word in place (*wh-in-situ*): ``দ্বিতীয় বিশ্বযুদ্ধে কোন দেশ
+    প্রবেশের ফলে ...?`` is answered by ``দ্বিতীয় বিশ্বযুদ্ধে মার্কিন যুক্তরাষ্ট্রের প্রবেশের
+    ফলে ...``. The nearest content word before the question word and the nearest one after it
+    (:data:`STOPWORDS` aside) are found in the sentence (:func:`same_stem`); the answer is what
+    lies between them, less question words at its edges. With only a left anchor it is the run
+    of non-question words after it; with only a right anchor, the run before it.
+
+    Args:
+        sentence: The sentence the extractor chose.
+        question: A Bangla question.
+        max_words: A longer span is not returned.
+
+    Returns:
+        The span (the sentence's own words, punctuation at its edges removed), or None when the
+        question has no question word, asks *why*/*how* (:data:`CLAUSE_QUESTION_WORDS`) or a
+        list (a doubled question word: ``কি কি``, ``কোন কোন``), or no anchor is in the sentence.
+    """
+    q_tokens = tokenize(question)
+    at = next((i for i, t in enumerate(q_tokens) if t in QUESTION_WORDS_BN), None)
+    if at is None or q_tokens[at] in CLAUSE_QUESTION_WORDS:
+        return None
+    if any(a == b and a in QUESTION_WORDS_BN for a, b in itertools.pairwise(q_tokens)):
+        return None  # a list question
+    content = [t for t in q_tokens if t not in STOPWORDS and t not in QUESTION_WORDS_BN]
+    words = sentence.rstrip("।.?!").split()
+    stems = [next(iter(tokenize(w)), "") for w in words]
+    asked = [bool(t) and any(same_stem(t, q) for q in content) for t in stems]
+
+    def places(token: str) -> list[int]:
+        return [i for i, t in enumerate(stems) if t and same_stem(t, token)]
+
+    before = [t for t in q_tokens[:at] if t not in STOPWORDS]
+    after = [t for t in q_tokens[at + 1 :] if t not in STOPWORDS]
+    left = next((p for t in reversed(before) if (p := places(t))), [])
+    right = next((p for t in after if (p := places(t))), [])
+    if left and right:
+        gaps = [(end - start, start, end) for start in left for end in right if end > start + 1]
+        if not gaps:
+            return None
+        _, lo, hi = min(gaps)
+        span = list(range(lo + 1, hi))
+    elif left:
+        span = list(range(max(left) + 1, len(words)))
+    elif right:
+        span = list(range(min(right)))
+    else:
+        return None
+    while span and asked[span[0]]:
+        span = span[1:]
+    while span and asked[span[-1]]:
+        span = span[:-1]
+    if left and not right:  # the first run after the anchor
+        span = list(itertools.takewhile(lambda i: not asked[i], span))
+    elif right and not left:  # the last run before it
+        span = list(itertools.takewhile(lambda i: not asked[i], span[::-1]))[::-1]
+    if not span or len(span) > max_words:
+        return None
+    return " ".join(words[i] for i in span).strip(" ,;:()\"'") or None
 
 
 def scored_max(scored: list[tuple[float, int, str]]) -> float:

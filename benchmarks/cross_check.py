@@ -1,13 +1,17 @@
 """Replay the ``cross_check`` node over earlier ``kbqa eval`` runs: what it would have changed.
 
     python benchmarks/cross_check.py --run runs/bn300 --index index/bnwiki [--run ... --index ...]
+        [--grid]
 
-For each run, the reader's first answer (the ``generate`` entry of ``stage_answers``) is checked
-against the pattern extractor's span on the chunks the reader read (``context_chunk_ids``), with
-the node's own rule (:func:`kbqa.nodes.cross_check.agrees`), so no LLM runs. Prints answerable
-F1 before and after, how many answers it changed, raised and lowered, and the same by language;
-asserts nothing. The run must have been made on ``--index`` (chunk ids are the index's).
-Abstentions are left alone, as in the graph.
+For each run, the answer the graph held when it reached the cross-check (the stage before the
+``cross_check`` entry of ``stage_answers``, or the last stage of a run made without it) is put
+through the node's own rules (:func:`kbqa.nodes.cross_check.decide`) with the pattern
+extractor's span on the chunks the reader read (``context_chunk_ids``), so no LLM runs. Prints
+answerable F1, unanswerable abstention and overall F1 before and after, how many answers it
+changed, raised and lowered, for each language; ``--grid`` also prints the two coverage
+thresholds against each other (Bangla questions), which is how :data:`~kbqa.nodes.cross_check.
+ABSTAIN_BELOW` and :data:`~kbqa.nodes.cross_check.ANSWER_FROM` were chosen. Asserts nothing.
+The run must have been made on ``--index`` (chunk ids are the index's).
 """
 
 from __future__ import annotations
@@ -15,67 +19,122 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from typing import Any
 
+from kbqa.corpus.chunking import Chunk
 from kbqa.errors import KBQAError
 from kbqa.evals.metrics import max_over_golds, token_f1
 from kbqa.evals.runner import load_run
-from kbqa.nodes.cross_check import agrees
-from kbqa.nodes.extract import extract_answer
+from kbqa.nodes.cross_check import ABSTAIN_BELOW, ANSWER_FROM, decide
+from kbqa.nodes.extract import Extraction, extract_answer
+from kbqa.prompts import ABSTENTION_PHRASE
 from kbqa.retrieval.index import load_index
 
 
-def replay(run: str, index: str) -> None:
-    chunks = load_index(index).chunks
-    before: dict[str, list[float]] = defaultdict(list)
-    after: dict[str, list[float]] = defaultdict(list)
-    moved: dict[str, Counter[str]] = defaultdict(Counter)
+@dataclass
+class Item:
+    """One question as it reached the cross-check."""
+
+    record: dict[str, Any]
+    answer: str
+    abstained: bool
+    found: Extraction | None
+
+
+def reached(record: dict[str, Any]) -> tuple[str, bool] | None:
+    """The ``(answer, abstained)`` the graph held when it reached the cross-check, or None for a
+    question the reader never answered (the extractor did: no LLM, or it failed)."""
+    stages = record.get("stage_answers") or []
+    if not any(s["stage"] in ("generate", "retry") for s in stages):
+        return None
+    at = next((i for i, s in enumerate(stages) if s["stage"] == "cross_check"), None)
+    before = [s for s in stages[:at] if s["stage"] in ("generate", "retry")]
+    return before[-1]["answer"], before[-1]["abstained"]
+
+
+def items(run: str, chunks: list[Chunk]) -> list[Item]:
+    out = []
     for r in load_run(run).records:
-        if not r.get("answerable", True):
+        held = reached(r)
+        if held is None:
             continue
-        first: dict[str, Any] = next(
-            (s for s in r["stage_answers"] if s["stage"] == "generate"), {}
-        )
-        if not first:
-            continue  # answered without the reader (extract)
+        passages = [(c, chunks[c].text) for c in r.get("context_chunk_ids", [])]
         lang = r.get("language", "bn")
-        f_before = max_over_golds(
-            token_f1, first["answer"], r["gold"], abstained=first["abstained"]
-        )
-        answer = first["answer"]
-        if not first["abstained"]:
-            passages = [(c, chunks[c].text) for c in r.get("context_chunk_ids", [])]
-            found = extract_answer(r["question"], r.get("question_type", "other"), passages, lang)
-            if found and found.answer and not agrees(answer, found):
-                answer = found.answer
-        f_after = max_over_golds(token_f1, answer, r["gold"], abstained=first["abstained"])
-        for key in (lang, "all"):
-            before[key].append(f_before)
-            after[key].append(f_after)
-            if answer != first["answer"]:
-                moved[key]["changed"] += 1
-                moved[key]["raised" if f_after > f_before else "lowered" if f_after < f_before
-                           else "same F1"] += 1  # fmt: skip
-    print(f"\n{run} (index {index})")
-    print("| language | answerable | F1 reader | F1 cross-checked | changed | raised | lowered |")
-    print("|---|---|---|---|---|---|---|")
-    for key in sorted(before, key=lambda k: (k == "all", k)):
-        m = moved[key]
-        print(f"| {key} | {len(before[key])} | {statistics.mean(before[key]):.3f} | "
-              f"{statistics.mean(after[key]):.3f} | {m['changed']} | {m['raised']} | "
-              f"{m['lowered']} |")  # fmt: skip
+        found = extract_answer(r["question"], r.get("question_type", "other"), passages, lang)
+        out.append(Item(r, held[0], held[1], found))
+    return out
+
+
+def scores(answer: str, abstained: bool, record: dict[str, Any]) -> float:
+    """Token F1 for an answerable question; 1/0 for abstaining on an unanswerable one."""
+    if not record.get("answerable", True):
+        return float(abstained)
+    return max_over_golds(token_f1, answer, record["gold"], abstained=abstained)
+
+
+def summary(rows: list[tuple[Item, str, bool]]) -> tuple[float, float, float]:
+    """``(answerable F1, unanswerable abstention, overall F1)`` of ``(item, answer, abstained)``."""
+    answerable = [scores(a, ab, i.record) for i, a, ab in rows if i.record.get("answerable", True)]
+    unanswerable = [float(ab) for i, _, ab in rows if not i.record.get("answerable", True)]
+    mean = lambda xs: statistics.mean(xs) if xs else float("nan")  # noqa: E731
+    return mean(answerable), mean(unanswerable), mean(answerable + unanswerable)
+
+
+def replay(run: str, index: str, grid: bool) -> None:
+    todo = items(run, load_index(index).chunks)
+    by_lang: dict[str, list[Item]] = defaultdict(list)
+    for item in todo:
+        for key in (item.record.get("language", "bn"), "all"):
+            by_lang[key].append(item)
+    print(f"\n{run} (index {index}; thresholds {ABSTAIN_BELOW} / {ANSWER_FROM})")
+    print("| language | questions | answerable F1 | unanswerable abstained | overall F1 "
+          "| changed | raised | lowered |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for key in sorted(by_lang, key=lambda k: (k == "all", k)):
+        group = by_lang[key]
+        before = [(i, i.answer, i.abstained) for i in group]
+        after = [(i, *decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE)[:2]) for i in group]
+        moved: Counter[str] = Counter()
+        for (i, a0, ab0), (_, a1, ab1) in zip(before, after, strict=True):
+            if (a0, ab0) != (a1, ab1):
+                moved["changed"] += 1
+                s0, s1 = scores(a0, ab0, i.record), scores(a1, ab1, i.record)
+                moved["raised" if s1 > s0 else "lowered" if s1 < s0 else "same"] += 1
+        b, a = summary(before), summary(after)
+        print(f"| {key} | {len(group)} | {b[0]:.3f} -> {a[0]:.3f} | {b[1]:.1%} -> {a[1]:.1%} "
+              f"| {b[2]:.3f} -> {a[2]:.3f} | {moved['changed']} | {moved['raised']} "
+              f"| {moved['lowered']} |")  # fmt: skip
+    if grid:
+        bangla = by_lang.get("bn", [])
+        print("\nBangla, answerable F1 / unanswerable abstention / overall F1 by threshold:")
+        print("| abstain below \\ answer from | " + " | ".join(
+            f"{h}" for h in (0.6, 0.7, 0.8, 0.9, "never")) + " |")  # fmt: skip
+        print("|---" * 6 + "|")
+        for low in (0.0, 0.3, 0.4, 0.5, 0.6):
+            cells = []
+            for high in (0.6, 0.7, 0.8, 0.9, 2.0):
+                rows = []
+                for i in bangla:
+                    kept = decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE,
+                                  abstain_below=low, answer_from=high)  # fmt: skip
+                    rows.append((i, kept[0], kept[1]))
+                f, u, o = summary(rows)
+                cells.append(f"{f:.3f} / {u:.1%} / {o:.3f}")
+            print(f"| {low} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", action="append", required=True, help="kbqa eval run directory")
     parser.add_argument("--index", action="append", required=True, help="its index (same order)")
+    parser.add_argument("--grid", action="store_true", help="also the threshold grid")
     args = parser.parse_args()
     if len(args.run) != len(args.index):
         parser.error("give one --index per --run")
     try:
         for run, index in zip(args.run, args.index, strict=True):
-            replay(run, index)
+            replay(run, index, args.grid)
     except KBQAError as exc:
         raise SystemExit(f"error: {exc}") from exc
 

@@ -147,7 +147,7 @@ def test_the_cross_check_replaces_an_answer_read_elsewhere(both_index: Path) -> 
 def test_the_cross_check_leaves_english_alone_unless_on(both_index: Path) -> None:
     ctx = {"index_dir": str(both_index), "embedder": "fake/hash", "web_search": "off",
            "verify": False}  # fmt: skip
-    question = {"question": "Which river does Paris lie on?"}
+    question = {"question": "What is Paris the capital of?"}
     auto = graph.invoke(question, context=Context(**ctx, model=script("nowhere")))
     assert auto["route"] == [*HEAD, "cross_check", "cross_check: skipped (en)", "finalize"]
     assert auto["answer"] == "nowhere"
@@ -156,11 +156,47 @@ def test_the_cross_check_leaves_english_alone_unless_on(both_index: Path) -> Non
     assert on["answer"] != "nowhere" and on["answered_by"] == "cross_check"
 
 
-def test_abstentions_skip_the_cross_check(both_index: Path) -> None:
-    out = run(both_index, script(ABST), cross_check="on", fallback=False, verify=False)
-    assert out["route"] == [*HEAD, *RETRY, "web_search", "web: unavailable", "finalize"]
+def test_the_cross_check_answers_an_abstention_its_context_answers(both_index: Path) -> None:
+    # the question's two content words are both in "ঢাকা বাংলাদেশের রাজধানী ও বৃহত্তম শহর।"
+    out = run(both_index, script(ABST, ABST), cross_check="auto", fallback=False, verify=False)
+    assert out["route"] == [
+        *HEAD, *RETRY, "cross_check", "cross_check: answered", "finalize"
+    ]  # fmt: skip
+    assert (out["answer"], out["answered_by"], out["abstained"]) == (
+        "বৃহত্তম শহর", "cross_check", False
+    )  # fmt: skip
+    assert [s["doc_id"] for s in out["sources"]] == ["d1"] and out["question_coverage"] == 1.0
     with pytest.raises(ValueError, match="cross_check must be auto, on or off, got 'yes'"):
         Context(cross_check="yes")  # type: ignore[arg-type]
+
+
+UNSUPPORTED = "মঙ্গল গ্রহের প্রথম মেয়রের নাম কী?"
+"""No word of it is in the test knowledge base."""
+
+
+def test_the_cross_check_keeps_an_abstention_its_context_does_not_answer(
+    both_index: Path,
+) -> None:
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", model=script(ABST, ABST),
+                  web_search="test-down", fallback=False)  # fmt: skip
+    out = graph.invoke({"question": UNSUPPORTED}, context=ctx)
+    assert out["route"] == [*HEAD, *RETRY, "cross_check", "cross_check: kept abstention",
+                            "web_search", "web: unavailable", "finalize"]  # fmt: skip
+    assert out["abstained"] and out["answer"] == ABST
+
+
+def test_the_cross_check_turns_an_unsupported_answer_into_an_abstention(
+    both_index: Path,
+) -> None:
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", model=script("ঢাকা"),
+                  web_search="test-down", fallback=False)  # fmt: skip
+    out = graph.invoke({"question": UNSUPPORTED}, context=ctx)
+    assert out["route"] == [*HEAD, "cross_check", "cross_check: abstained",
+                            "web_search", "web: unavailable", "finalize"]  # fmt: skip
+    assert out["abstained"] and out["answer"] == ABST and out["question_coverage"] == 0.0
+    assert [(s["stage"], s["abstained"]) for s in out["stage_answers"]] == [
+        ("generate", False), ("cross_check", True)
+    ]  # fmt: skip
 
 
 def test_switches_remove_their_nodes(both_index: Path) -> None:
@@ -171,10 +207,11 @@ def test_switches_remove_their_nodes(both_index: Path) -> None:
 def test_worst_case_route_is_far_below_the_recursion_limit(both_index: Path) -> None:
     ctx = Context(index_dir=str(both_index), embedder="fake/hash", model=script(ABST),
                   max_retries=MAX_RETRIES, web_search="test-down", verify=True)  # fmt: skip
-    out = graph.invoke({"question": QUESTION}, context=ctx, config={"recursion_limit": 25})
+    # a question the context does not support: the cross-check keeps the abstention
+    out = graph.invoke({"question": UNSUPPORTED}, context=ctx, config={"recursion_limit": 25})
     nodes = [r for r in out["route"] if ": " not in r]
     assert out["retries"] == MAX_RETRIES
-    assert len(nodes) == 2 + 3 * (MAX_RETRIES + 1) - 1 + 4 == 17  # far below 25
+    assert len(nodes) == 2 + 3 * (MAX_RETRIES + 1) - 1 + 5 == 18  # far below 25
     with pytest.raises(ValueError, match="max_retries must be between 0 and 3"):
         Context(max_retries=MAX_RETRIES + 1)
 

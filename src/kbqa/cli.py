@@ -473,8 +473,9 @@ ThresholdOpt = Annotated[
 CrossCheckOpt = Annotated[
     str,
     typer.Option(
-        help="Check the reader's answer against the pattern extractor's span and take the "
-        "extractor's when they share no word: auto (Bangla only), on or off."
+        help="Check the reader against the pattern extractor (the extractor's span when they "
+        "share no word; abstain or answer by how much of the question the context's best "
+        "sentence holds): auto (Bangla only), on or off."
     ),
 ]
 GroundingOpt = Annotated[

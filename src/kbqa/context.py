@@ -13,8 +13,8 @@ from kbqa.retrieval.fusion import BM25_WEIGHT, DENSE_WEIGHT
 
 MAX_RETRIES = 3
 """Upper bound of ``max_retries``: keeps the longest route (classify, retrieve, then
-generate/check_abstention/retry per attempt, verify, fallback, web_search, finalize) at 17 node
-runs, well below LangGraph's recursion limit of 25."""
+generate/check_abstention/retry per attempt, cross_check, verify, fallback, web_search,
+finalize) at 18 node runs, well below LangGraph's recursion limit of 25."""
 
 
 def _env(name: str, default: str) -> str:
@@ -113,9 +113,10 @@ class Context:
     cross_check: Literal["auto", "on", "off"] = field(
         default="auto",
         metadata={
-            "description": "Check the reader's span against the pattern extractor's on the same "
-            "context and take the extractor's when they share no word: auto = Bangla questions "
-            "only (where it was measured to help), on = all, off = never."
+            "description": "Check the reader against the pattern extractor on the same "
+            "context: take the extractor's span when the two share no word, abstain when no "
+            "sentence holds half the question's words, answer an abstention when one holds 70%: "
+            "auto = Bangla questions only (where it was measured to help), on = all, off = never."
         },
     )
     verify: bool = field(

@@ -2,23 +2,25 @@
 
 ::
 
-    START -> classify -> retrieve -> generate -> check_abstention -+-> cross_check -> verify
-                            |          ^                           |   (an answer)      |
-                            |          +--------- retry <----------+                    v
-                            |          (abstained, retries < max)  |                finalize -> END
-                            |                                      +-> verify -> fallback
-                            |           (still abstained; each         -> web_search -> finalize
-                            |            stage when switched on)
+    START -> classify -> retrieve -> generate -> check_abstention --+--> cross_check
+                            |          ^                             |   (an answer, or a
+                            |          +---------- retry <-----------+    settled abstention)
+                            |          (abstained, retries < max)             |
+                            |                                                 v
+                            |                      verify (when on), then an answer -> finalize;
+                            |                      an abstention -> fallback -> web_search
+                            |                      (each when on) -> finalize -> END
                             +-> extract (no LLM) -> finalize
 
 The decisions are conditional edges (:func:`~kbqa.nodes.route_after_retrieve`: no LLM ->
 extract; :func:`~kbqa.nodes.route_after_generate`: the LLM failed at run time -> extract;
-:func:`~kbqa.nodes.route_after_check`: an answer goes to ``cross_check`` (unless off), an
-abstention to retry, then fallback and web search; :func:`~kbqa.nodes.route_after_cross_check`,
-:func:`~kbqa.nodes.route_unresolved`): retry runs at
-most ``max_retries`` times (counted in ``retries``), fallback and web search at most once
-each, and each can be switched off in :class:`~kbqa.context.Context`. The longest route is
-17 node runs (``max_retries`` = 3), below LangGraph's recursion limit of 25.
+:func:`~kbqa.nodes.route_after_check`: an abstention goes to retry while retries remain, then
+everything to ``cross_check`` (unless off), which may turn an answer into an abstention or the
+reverse; :func:`~kbqa.nodes.route_after_cross_check`, :func:`~kbqa.nodes.route_unresolved`:
+verify when on, then an abstention to fallback and web search): retry runs at most
+``max_retries`` times (counted in ``retries``), fallback and web search at most once each, and
+each can be switched off in :class:`~kbqa.context.Context`. The longest route is 18 node runs
+(``max_retries`` = 3), below LangGraph's recursion limit of 25.
 """
 
 from __future__ import annotations
@@ -74,7 +76,9 @@ def build_graph() -> CompiledStateGraph[State, Context, InputState, OutputState]
         route_after_check,
         ["retry", "cross_check", "verify", "fallback", "web_search", "finalize"],
     )
-    builder.add_conditional_edges("cross_check", route_after_cross_check, ["verify", "finalize"])
+    builder.add_conditional_edges(
+        "cross_check", route_after_cross_check, ["verify", "fallback", "web_search", "finalize"]
+    )
     builder.add_edge("retry", "generate")
     builder.add_conditional_edges(
         "verify", route_unresolved, ["fallback", "web_search", "finalize"]

@@ -100,6 +100,8 @@ class OutputState(TypedDict, total=False):
         stage_answers: Cleaned answer of every answering stage in order (``generate``,
             ``retry``, ...), so evaluations can attribute the final answer and count what each
             later stage changed.
+        question_coverage: Share (0-1) of the question's content words held by the context's best
+            sentence, as the cross-check measured it (cross_check).
         verified_answer: What the verifier returned (verify).
         verify_changed: True when the verifier changed the answer (verify).
         fallback_answer: What the precision pipeline returned (fallback).
@@ -125,6 +127,7 @@ class OutputState(TypedDict, total=False):
     context_chunk_ids: list[int]
     raw_answer: str
     stage_answers: Annotated[list[StageAnswer], extend]
+    question_coverage: float
     verified_answer: str
     verify_changed: bool
     fallback_answer: str

@@ -154,8 +154,8 @@ def expected_route(
 
     ``reference_outputs["route"]`` when given. Otherwise an answerable question is answered on
     the first pass (:data:`DIRECT_ROUTE`, then ``cross_check`` and ``verify`` when on), and an
-    unanswerable one abstains through every retry, the verifier, the fallback and the web
-    search that are on.
+    unanswerable one abstains through every retry, the cross-check, the verifier, the fallback
+    and the web search that are on.
     Without an LLM, both go ``classify, retrieve, extract, finalize``.
     """
     if reference_outputs.get("route"):
@@ -171,6 +171,7 @@ def expected_route(
             + ["finalize"]
         )
     tail = ["retry", "generate", "check_abstention"] * max_retries
+    tail += ["cross_check"] if cross_check else []
     stages = [name for name, on in (("verify", verify), ("fallback", fallback),
                                     ("web_search", web_search)) if on]  # fmt: skip
     return head + tail + stages + ["finalize"]

@@ -107,6 +107,7 @@ def make_record(
         "answered_by": out.get("answered_by"),
         "stage_answers": out.get("stage_answers", []),
         "raw_answer": out.get("raw_answer", ""),
+        "question_coverage": out.get("question_coverage"),
         "verify_changed": out.get("verify_changed"),
         "web_query": out.get("web_query"),
         "web_error": out.get("web_error"),

@@ -214,13 +214,13 @@ def check_abstention(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
 def route_after_check(
     state: State, runtime: Runtime[Context]
 ) -> Literal["retry", "cross_check", "verify", "fallback", "web_search", "finalize"]:
-    """Retry with the wider pool while abstaining and retries remain; an answer goes to the
-    cross-check (unless off); then verify (when on); else go where :func:`route_unresolved`
-    sends an abstention."""
+    """Retry with the wider pool while abstaining and retries remain; then the cross-check
+    (unless off: it sees answers and settled abstentions); then verify (when on); else go where
+    :func:`route_unresolved` sends an abstention."""
     ctx = context_of(runtime)
     if state.get("abstained") and state.get("retries", 0) < ctx.max_retries:
         return "retry"
-    if not state.get("abstained") and ctx.cross_check != "off":
+    if ctx.cross_check != "off":
         return "cross_check"
     if ctx.verify:
         return "verify"

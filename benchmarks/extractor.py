@@ -5,13 +5,15 @@
 
 Each question is classified and retrieved as the graph does (``k`` chunks with their padding,
 :func:`kbqa.nodes.retrieve.retrieve_records`), and :func:`kbqa.nodes.extract.extract_answer`
-reads those chunks. Rows switch the rules on in turn:
+reads those chunks. Rows switch the rules on in turn, from the extractor of 2026-12-02 morning:
 
-- before: the longest run of words the question does not contain, typed patterns searched in the
-  20 best sentences;
+- before: the longest run of words the question does not contain (at most 6), typed patterns
+  searched in the 20 best sentences, a year with its case word (``১৯৭১ সালে``);
 - + aligned span (:func:`~kbqa.nodes.extract.aligned_span`);
 - + typed patterns in the best sentence only (Bangla; :data:`~kbqa.nodes.extract.CONTACT_KINDS`
-  aside): the extractor as shipped.
+  aside);
+- + the year alone (``১৯৭১``);
+- + runs of up to :data:`~kbqa.nodes.extract.MAX_SPAN_WORDS` words: the extractor as shipped.
 
 Columns: the questions outside the held-out sample (where the rules were chosen) and the held-out
 sample (``kbqa eval --sample N --seed S`` draws the same one). Prints answerable F1 and, for the
@@ -27,6 +29,8 @@ from collections import defaultdict
 from contextlib import contextmanager
 from typing import Any
 
+import regex
+
 from kbqa.context import Context
 from kbqa.errors import KBQAError
 from kbqa.evals.datasets import load_questions, select
@@ -35,23 +39,36 @@ from kbqa.nodes.classify import detect_language, question_type
 from kbqa.nodes.retrieve import retrieve_records
 from kbqa.resources import retriever_for
 
-extract = sys.modules[
-    "kbqa.nodes.extract"
-]  # the module (kbqa.nodes exports a function of its name)
+# the module itself: kbqa.nodes exports a function of the same name
+extract = sys.modules["kbqa.nodes.extract"]
+
+
+OLD_YEAR = regex.compile(
+    r"(?<!\p{N})[0-9০-৯]{4}(?!\p{N})(?:\s*(?:সালে|সাল|খ্রিস্টাব্দে|খ্রিস্টাব্দ|খ্রিষ্টাব্দে|খ্রিষ্টাব্দ))?"
+)
+"""The year pattern before the bare year."""
+RULES = ("aligned", "best sentence", "bare year", "long runs")
 
 
 @contextmanager
-def rules(aligned: bool, best_sentence: bool) -> Any:
-    """Switch the two rules off for the ``before`` rows, restoring the module afterwards."""
-    saved = extract.aligned_span, extract.CONTACT_KINDS
-    if not aligned:
+def rules(on: int) -> Any:
+    """Switch on the first ``on`` of :data:`RULES` (the others as before them), restoring the
+    module afterwards."""
+    saved = extract.aligned_span, extract.CONTACT_KINDS, extract.MAX_SPAN_WORDS
+    saved_year = extract.PATTERNS["year"]
+    if on < 1:
         extract.aligned_span = lambda *_args, **_kw: None
-    if not best_sentence:  # every kind searched like a contact detail
+    if on < 2:  # every kind searched like a contact detail
         extract.CONTACT_KINDS = frozenset(extract._TYPE_PATTERNS) | {"other", "yes/no"}
+    if on < 3:
+        extract.PATTERNS["year"] = OLD_YEAR
+    if on < 4:
+        extract.MAX_SPAN_WORDS = 6
     try:
         yield
     finally:
-        extract.aligned_span, extract.CONTACT_KINDS = saved
+        extract.aligned_span, extract.CONTACT_KINDS, extract.MAX_SPAN_WORDS = saved
+        extract.PATTERNS["year"] = saved_year
 
 
 def main() -> None:
@@ -78,17 +95,18 @@ def main() -> None:
           f"| held-out sample, seed {args.held_seed} ({n_held}) |")  # fmt: skip
     print("|---|---|---|")
     by_type: dict[str, list[float]] = defaultdict(list)
-    for label, aligned, best in (("before", False, False), ("+ aligned span", True, False),
-                                 ("+ typed patterns in the best sentence (shipped)", True, True)):  # fmt: skip
+    labels = ("before", "+ aligned span", "+ typed patterns in the best sentence",
+              "+ the year alone", "+ runs of up to 15 words (shipped)")  # fmt: skip
+    for on, label in enumerate(labels):
         split: dict[bool, list[float]] = defaultdict(list)
-        with rules(aligned, best):
+        with rules(on):
             for q, passages in items:
                 found = extract.extract_answer(q.question, question_type(q.question), passages,
                                                detect_language(q.question))  # fmt: skip
                 answer = found.answer if found else ""
                 f1 = max_over_golds(token_f1, answer, list(q.answers), abstained=not answer)
                 split[q.qid in held].append(f1)
-                if aligned and best:
+                if on == len(RULES):
                     by_type[(q.qtype or "-").split("/")[0]].append(f1)
         print(f"| {label} | {statistics.mean(split[False]):.3f} "
               f"| {statistics.mean(split[True]):.3f} |")  # fmt: skip

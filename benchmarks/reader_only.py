@@ -10,7 +10,10 @@ whose document holds no gold answer verbatim are skipped (counted). The answer g
 serving code: :func:`kbqa.nodes.generate.generate_answer` (the same prompt, budget and
 grounding), the abstention check and :func:`kbqa.nodes.finalize.postprocess` with the context
 snapping of ``finalize``. ``--reader-adapter DIR`` serves an adapter of your own on the first
-model. Medians of seconds per question; EM/F1 by the dataset's ``qtype``.
+model. ``--cross-check auto|on`` puts each answer (or abstention) through the graph's
+``cross_check`` rules (:func:`kbqa.nodes.cross_check.decide`, with the pattern extractor on the
+same passages) before that post-processing, as the default graph reads. Medians of seconds per
+question; EM/F1 by the dataset's ``qtype``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from kbqa.llm.grounding import DEFAULT_GROUNDING, GROUNDING_MODES, snap_to_span
 from kbqa.llm.models import load_chat_model
 from kbqa.nodes.check_abstention import judge
 from kbqa.nodes.classify import detect_language, question_type
+from kbqa.nodes.cross_check import applies, decide
+from kbqa.nodes.extract import extract_answer
 from kbqa.nodes.finalize import postprocess, snap_to_context
 from kbqa.nodes.generate import generate_answer
 from kbqa.prompts import Passage
@@ -60,8 +65,12 @@ def run(
         raw, _, _ = generate_answer(
             model, ctx, q.question, passages, question_type=qtype, language=lang
         )
-        times.append(time.perf_counter() - started)
         answer, abstained = judge(raw, ctx, q.question)
+        if applies(ctx.cross_check, lang):
+            numbered = [(i, p.text) for i, (_, p) in enumerate(passages)]
+            found = extract_answer(q.question, qtype, numbered, lang)
+            answer, abstained, _ = decide(answer, abstained, found, ctx.abstention_phrase)
+        times.append(time.perf_counter() - started)
         abstained_n += abstained
         if not abstained:
             texts = [p.text for _, p in passages]
@@ -97,6 +106,12 @@ def main() -> None:
     ap.add_argument("--models", default="gemma3-270m,gemma3-270m-reader")
     ap.add_argument("--reader-adapter", default="", help="adapter for the first model")
     ap.add_argument("--grounding", default=DEFAULT_GROUNDING, choices=GROUNDING_MODES)
+    ap.add_argument(
+        "--cross-check",
+        default="off",
+        choices=("auto", "on", "off"),
+        help="the graph's cross-check after the reader (default off: the reader alone)",
+    )
     ap.add_argument(
         "--exclude-sample",
         type=int,
@@ -135,6 +150,7 @@ def main() -> None:
             index_dir=args.index,
             model=name,
             grounding=args.grounding,
+            cross_check=args.cross_check,
             abstention_threshold=args.abstention_threshold,
             web_search="off",
             reader_adapter=args.reader_adapter if i == 0 else "",
@@ -142,6 +158,7 @@ def main() -> None:
         row = run(name, ctx, items)
         rows.append(row)
         label = name + (f" + {args.reader_adapter}" if row["adapter"] else "")
+        label += f" + cross-check {args.cross_check}" if args.cross_check != "off" else ""
         print(
             f"| {label} | {row['grounding']} | {row['n']} | {row['em']:.3f} | {row['f1']:.3f} | "
             f"{row['abstained']:.3f} | {row['median_s']:.2f} |",

@@ -46,10 +46,10 @@ share of the question's content words (rule 1)."""
 ANSWER_FROM = 0.7
 """A settled abstention is answered by the extractor when the best sentence of its context holds
 at least this share of the question's content words (rule 3). Both thresholds were chosen on
-BanglaRQA validation 300 (seed 0) as the pair with the best overall F1 that keeps at least 60%
-of unanswerable questions abstained (``benchmarks/cross_check.py``): answerable F1 0.478 ->
-0.504, unanswerable abstention 59.2% -> 60.5%; on seed 1, not tuned on, 0.438 -> 0.462 and
-45.1% -> 53.5%."""
+BanglaRQA validation 300 (seed 0) as the pair
+with the best overall F1 that keeps at least 60% of unanswerable questions abstained
+(``benchmarks/cross_check.py --grid``): answerable F1 0.499 -> 0.531, unanswerable abstention
+59.2% -> 60.5%; on seed 1, not tuned on, 0.459 -> 0.486 and 45.1% -> 53.5%."""
 
 
 def agrees(answer: str, found: Extraction) -> bool:

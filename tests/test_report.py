@@ -4,7 +4,14 @@ from pathlib import Path
 
 from kbqa.context import Context
 from kbqa.evals.ablation import ablations, model_tag
-from kbqa.evals.report import abstention_calibration, markdown_table, recall_curve, write_report
+from kbqa.evals.report import (
+    abstention_calibration,
+    answered_unanswerable,
+    markdown_table,
+    recall_curve,
+    worst_answers,
+    write_report,
+)
 
 
 def rec(answerable: bool, abstained: bool, docs: list[str], aic: float = 0.0) -> dict:
@@ -77,3 +84,47 @@ def test_ablation_list() -> None:
 def test_model_tag() -> None:
     assert model_tag("/models/My Model.gguf") == "My_Model"
     assert model_tag("qwen2.5-coder-1.5b") == "qwen2.5-coder-1.5b"
+
+
+def qa(
+    question: str,
+    answer: str,
+    f1: float,
+    *,
+    abstained: bool = False,
+    read: list[str] | None = None,
+    answerable: bool = True,
+    aic: float = 1.0,
+) -> dict:
+    return {"question": question, "gold": ["gold " + question], "answer": answer,
+            "answerable": answerable, "abstained": abstained, "gold_doc_id": "g",
+            "answered_by": "generate", "context_doc_ids": read if read is not None else ["g"],
+            "scores": {"token_f1": f1, "answer_in_context": aic} if answerable else {}}  # fmt: skip
+
+
+def test_worst_answers_lists_the_lowest_f1_first_wrong_answers_before_abstentions() -> None:
+    records = [
+        qa("good", "a", 1.0),
+        qa("abst", "ABST", 0.0, abstained=True),
+        qa("wrong", "b | c", 0.0, read=["x"], aic=0.0),
+        qa("half", "d", 0.5),
+        qa("unanswerable", "e", 0.0, answerable=False),
+        {"question": "failed", "answerable": True, "scores": {}},
+    ]
+    rows = worst_answers(records, n=3)
+    assert [r[0] for r in rows] == ["wrong", "abst", "half"]
+    assert rows[0] == ["wrong", "gold wrong", "b \\| c", 0.0, "no", "no", "generate"]
+    assert rows[1][2] == "(abstained)" and rows[1][4:6] == ["yes", "yes"]
+    assert answered_unanswerable(records) == [["unanswerable", "e", "generate"]]
+    # records of runs made before the context's documents were recorded
+    old = qa("old", "f", 0.0)
+    del old["context_doc_ids"]
+    assert worst_answers([old])[0][5] == "n/a"
+
+
+def test_report_lists_the_worst_answers_and_no_none_header(tmp_path: Path) -> None:
+    records = [qa("wrong", "b", 0.0), qa("unanswerable", "e", 0.0, answerable=False)]
+    text = write_report(tmp_path, records, {"questions": 2}, plots=False).read_text()
+    assert "## Worst answers" in text and "| wrong | gold wrong | b |" in text
+    assert "## Unanswerable questions answered" in text and "| unanswerable | e |" in text
+    assert "None" not in text

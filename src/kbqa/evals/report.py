@@ -192,6 +192,53 @@ def summary_rows(summary: dict[str, Any]) -> list[list[Any]]:
     return [[k, summary.get(k)] for k in keys if k in summary]
 
 
+WORST_ANSWERS = 15
+"""Rows of the report's worst-answers table (and at most as many answered unanswerable ones)."""
+
+
+def _cell(text: Any, limit: int = 120) -> str:
+    """Text fit for one Markdown table cell: one line, ``|`` escaped, at most ``limit`` chars."""
+    one = " ".join(str(text).split()).replace("|", "\\|")
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def _yes_no(value: Any) -> str:
+    return "n/a" if value is None else ("yes" if value else "no")
+
+
+def worst_answers(records: list[dict[str, Any]], n: int = WORST_ANSWERS) -> list[list[Any]]:
+    """Rows for the report's table of the ``n`` lowest-F1 answerable questions (wrong answers
+    before abstentions at equal F1): question, first gold answer, the answer, its F1, whether a
+    gold answer was in the context read, whether the gold document was read, and the stage that
+    answered. Records without a token F1 are left out."""
+    scored = [r for r in records if r.get("answerable", True) and "token_f1" in r.get("scores", {})]
+    scored.sort(key=lambda r: (r["scores"]["token_f1"], bool(r.get("abstained"))))
+    rows = []
+    for r in scored[:n]:
+        read = r.get("context_doc_ids")
+        gold_doc = r.get("gold_doc_id")
+        rows.append([
+            _cell(r.get("question", "")),
+            _cell((r.get("gold") or [""])[0]),
+            "(abstained)" if r.get("abstained") else _cell(r.get("answer", "")),
+            r["scores"]["token_f1"],
+            _yes_no(r["scores"].get("answer_in_context")),
+            _yes_no(gold_doc in read) if read is not None and gold_doc else "n/a",
+            r.get("answered_by") or "",
+        ])  # fmt: skip
+    return rows
+
+
+def answered_unanswerable(records: list[dict[str, Any]], n: int = WORST_ANSWERS) -> list[list[Any]]:
+    """Rows for the first ``n`` unanswerable questions that got an answer instead of the
+    abstention: question, answer, the stage that answered."""
+    rows = [r for r in records if not r.get("answerable", True) and not r.get("abstained")]
+    return [
+        [_cell(r.get("question", "")), _cell(r.get("answer", "")), r.get("answered_by") or ""]
+        for r in rows[:n]
+    ]
+
+
 def write_report(
     run_dir: str | Path,
     records: list[dict[str, Any]],
@@ -212,8 +259,12 @@ def write_report(
         if p.is_file():
             extra[key] = json.loads(p.read_text(encoding="utf-8"))
     parts = [f"# {title}", ""]
-    meta = [f"model `{summary.get('model')}`", f"index `{summary.get('index_dir')}`"]
-    parts += [", ".join(meta), ""]
+    meta = [
+        f"{label} `{summary[key]}`"
+        for key, label in (("model", "model"), ("index_dir", "index"))
+        if summary.get(key)
+    ]
+    parts += [", ".join(meta), ""] if meta else []
     if summary.get("partial"):
         parts += [
             f"**Partial run**: {summary.get('questions')} questions finished before it was "
@@ -304,6 +355,37 @@ def write_report(
                 markdown_table(cols, [[r.get(c) for c in cols] for r in rows]),
                 "",
             ]
+    worst = worst_answers(records)
+    if worst:
+        parts += [
+            "## Worst answers",
+            "",
+            "The answerable questions with the lowest F1; the last columns say whether a gold "
+            "answer, and the gold document, were in the context the reader read (retrieval) or "
+            "not (then reading failed).",
+            "",
+            markdown_table(
+                [
+                    "question",
+                    "gold",
+                    "answer",
+                    "F1",
+                    "gold answer read",
+                    "gold document read",
+                    "answered by",
+                ],
+                worst,
+            ),
+            "",
+        ]
+    wrong = answered_unanswerable(records)
+    if wrong:
+        parts += [
+            "## Unanswerable questions answered",
+            "",
+            markdown_table(["question", "answer", "answered by"], wrong),
+            "",
+        ]
     if plots:
         try:
             made = _plots(records, summary, d / PLOTS_DIR, extra)

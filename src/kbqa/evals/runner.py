@@ -51,9 +51,10 @@ def run_question(question: str, ctx: Context) -> dict[str, Any]:
     Returns:
         The graph's output plus ``retrieved_doc_ids`` (distinct documents of a top-10 fused
         retrieval without padding, for recall@k), ``retrieved_texts`` (that retrieval's chunk
-        texts, ranked, for answer recall@k), ``context_text`` (the chunks the LLM was given)
-        and ``graph_seconds`` (wall time of the graph alone). A question the graph rejects
-        (:class:`KBQAError`, ``ValueError``) yields ``{"error": ...}`` with an empty answer instead
+        texts, ranked, for answer recall@k), ``context_text`` (the chunks the LLM was given),
+        ``context_doc_ids`` (their distinct documents, in order) and ``graph_seconds`` (wall
+        time of the graph alone). A question the graph rejects (:class:`KBQAError`,
+        ``ValueError``) yields ``{"error": ...}`` with an empty answer instead
         of an exception, so one bad question does not sink a run.
     """
     from kbqa.graph import graph
@@ -82,7 +83,9 @@ def run_question(question: str, ctx: Context) -> dict[str, Any]:
             docs.append(chunks[h.chunk_id].doc_id)
     out["retrieved_doc_ids"] = docs
     out["retrieved_texts"] = [chunks[h.chunk_id].text for h in hits]
-    out["context_text"] = "\n".join(chunks[c].text for c in out.get("context_chunk_ids", []))
+    read = out.get("context_chunk_ids", [])
+    out["context_text"] = "\n".join(chunks[c].text for c in read)
+    out["context_doc_ids"] = list(dict.fromkeys(chunks[c].doc_id for c in read))
     return out
 
 
@@ -116,6 +119,7 @@ def make_record(
         "language": out.get("language"),
         "retrieved_doc_ids": out.get("retrieved_doc_ids", []),
         "context_chunk_ids": out.get("context_chunk_ids", []),
+        "context_doc_ids": out.get("context_doc_ids", []),
         # a question the graph could not run is wrong on every count, abstention included
         "scores": (
             {k: 0.0 for k in score_all(out, q.reference(), **route_stages(ctx))}

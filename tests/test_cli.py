@@ -120,6 +120,19 @@ def test_bad_kb_line_and_skip(kb_file: Path, tmp_path: Path) -> None:
     assert code == 0 and "documents      5" in text and "skipped        1 (first: " in text
 
 
+def test_a_skipped_line_is_warned_about_once(
+    kb_file: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the knowledge base is read once to learn recurring blocks, then once per strategy
+    with kb_file.open("a") as fh:
+        fh.write("oops\n")
+    out = tmp_path / "idx"
+    code, text = run("index", str(kb_file), "--out", str(out), "--embedder", "fake/hash",
+                     "--skip-bad-lines", "--strategy", "both")  # fmt: skip
+    warned = [r for r in caplog.records if "kb.jsonl:6" in r.getMessage()]
+    assert code == 0 and len(warned) == 1 and "skipped        1 (first: " in text
+
+
 def test_missing_model_package(tiny_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import kbqa.llm.models as models
 
@@ -345,3 +358,15 @@ def test_continue_and_dense_later_option_errors(tmp_path: Path, kb_file: Path) -
     assert code == 2 and "--dense later needs a dense embedder" in text
     code, text = run("index", "--continue", "--out", str(out), "--embedder", "e5")
     assert code == 2 and "--continue takes only --out" in text
+
+
+def test_the_console_script_prints_no_debug_lines_of_bm25s(kb_file: Path, tmp_path: Path) -> None:
+    # bm25s sets its logger to DEBUG when imported; main() filters what it logs below WARNING
+    import subprocess
+    import sys
+
+    args = ["index", str(kb_file), "--out", str(tmp_path / "i"), "--embedder", "fake/hash"]
+    cmd = [sys.executable, "-m", "kbqa.cli", *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "index written to" in done.stdout and "bm25s" not in done.stderr

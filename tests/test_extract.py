@@ -164,7 +164,14 @@ def test_aligned_span_refuses_a_gap_longer_than_max_words() -> None:
 
 @pytest.mark.parametrize(
     ("a", "b", "same"),
-    [("ভাষায়", "ভাষার", True), ("সুমনের", "সুমন", True), ("কর", "করে", False), ("রাম", "রাজা", False)],
+    [
+        ("ভাষায়", "ভাষার", True),
+        ("সুমনের", "সুমন", True),
+        ("কর", "করে", False),
+        ("রাম", "রাজা", False),
+        ("1971", "1975", False),  # digits match only when equal
+        ("100", "1000", False),
+    ],
 )
 def test_same_stem(a: str, b: str, same: bool) -> None:
     assert same_stem(a, b) is same
@@ -187,3 +194,22 @@ def test_bangla_typed_patterns_stay_in_the_best_sentence() -> None:
     passages = [(0, "The river Alpha is long. It was surveyed in 1950 by the state.")]
     found = extract_answer("In what year was the river Alpha surveyed?", "date", passages, "en")
     assert found is not None and found.answer == "1950"
+
+
+def test_many_passages_and_no_content_word() -> None:
+    passages = [(i, "মাঙ্গা জাপানি ভাষায় নির্মিত।") for i in range(120)]
+    assert extract_answer("কোন?", "other", passages, "bn") is None  # only a question word
+    assert extract_answer("ক্সজ্ঞফ কোথায়?", "other", passages, "bn") is None  # no shared word
+    found = extract_answer("মাঙ্গা কোন ভাষায় নির্মিত?", "other", passages, "bn")
+    assert found is not None and found.answer == "জাপানি" and found.chunk_id == 0
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence"),
+    [
+        ("সে কোন কথা বলেছিল?", "সে কোন কথা বলেনি বলেছিল।"),  # the question word itself
+        ("মাঙ্গা কোন ভাষায় নির্মিত?", "মাঙ্গা — ভাষায় নির্মিত।"),  # punctuation only
+    ],
+)
+def test_aligned_span_is_never_a_question_word_or_punctuation(question: str, sentence: str) -> None:
+    assert aligned_span(sentence, question) is None

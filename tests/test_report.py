@@ -113,13 +113,30 @@ def test_worst_answers_lists_the_lowest_f1_first_wrong_answers_before_abstention
     ]
     rows = worst_answers(records, n=3)
     assert [r[0] for r in rows] == ["wrong", "abst", "half"]
-    assert rows[0] == ["wrong", "gold wrong", "b \\| c", 0.0, "no", "no", "generate"]
+    assert rows[0] == ["wrong", "gold wrong", "b | c", 0.0, "no", "no", "generate"]
+    assert "| b \\| c |" in markdown_table(["q", "g", "a", "f1", "r", "d", "by"], rows)
     assert rows[1][2] == "(abstained)" and rows[1][4:6] == ["yes", "yes"]
     assert answered_unanswerable(records) == [["unanswerable", "e", "generate"]]
     # records of runs made before the context's documents were recorded
     old = qa("old", "f", 0.0)
     del old["context_doc_ids"]
     assert worst_answers([old])[0][5] == "n/a"
+
+
+def test_worst_answers_survive_malformed_records(tmp_path: Path) -> None:
+    odd = [
+        {**qa("none f1", "a", 0.0), "scores": {"token_f1": None}},
+        {**qa("no scores", "a", 0.0), "scores": None},
+        {**qa("int read", "a", 0.2), "context_doc_ids": 5},
+        {**qa("str gold", "a", 0.3), "gold": "ঢাকা", "answer": None, "answered_by": "ge|n\nx"},
+        {**qa("unknown", "a", 0.0), "answerable": None},
+    ]
+    rows = worst_answers(odd)
+    assert [r[0] for r in rows] == ["unknown", "int read", "str gold"]
+    assert rows[1][5] == "n/a" and rows[2][1:3] == ["ঢাকা", ""] and rows[2][6] == "ge|n x"
+    assert answered_unanswerable(odd) == []  # answerable None is not "unanswerable"
+    table = markdown_table(["q", "g", "a", "f1", "r", "d", "by"], rows).splitlines()
+    assert len(table) == 5 and all(line.count(" | ") == 6 for line in table[2:])
 
 
 def test_report_lists_the_worst_answers_and_no_none_header(tmp_path: Path) -> None:

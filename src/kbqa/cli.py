@@ -182,8 +182,14 @@ def index(
         t0 = time.perf_counter()
         emb = load_embedder(embedder)
         skipped: list[str] = []
+        passes = 0
 
         def read() -> Iterator[Document]:
+            """The knowledge base; skipped lines are reported on the first pass only."""
+            nonlocal passes
+            passes += 1
+            if passes > 1:
+                return load_documents(kb, skip_bad_lines=skip_bad_lines, warn=False)
             return load_documents(kb, skip_bad_lines=skip_bad_lines, skipped=skipped)
 
         boilerplate = BoilerplateModel.fit(read())
@@ -227,8 +233,8 @@ def index(
     later = dense == "later" and emb.dim > 0
     typer.echo(f"index written to {out}" + ("  (BM25 only so far)" if later else ""))
     typer.echo(f"documents      {report.documents // len(strats)}")
-    if skipped:  # every pass skips the same lines, files and links
-        typer.echo(f"skipped        {len(set(skipped))} (first: {skipped[0]})")
+    if skipped:
+        typer.echo(f"skipped        {len(skipped)} (first: {skipped[0]})")
     rows = boilerplate.report(TOP_BLOCKS)
     n_blocks = sum(len(b) for b in boilerplate.blocks.values())
     typer.echo(f"recurring      {n_blocks} blocks learned" + (", most widespread:" if rows else ""))
@@ -937,10 +943,17 @@ def eval_generate(
     typer.echo(f"questions written to {out} (needs_review: true; check them before use)")
 
 
+def _below_warning_from_bm25s(record: logging.LogRecord) -> bool:
+    """A handler filter: bm25s sets its own logger to DEBUG when it is imported (after this
+    process set it to WARNING) and logs each build step."""
+    return not (record.name.startswith("bm25s") and record.levelno < logging.WARNING)
+
+
 def main() -> None:
     """Console-script entry point."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs each build step at DEBUG
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_below_warning_from_bm25s)
     # SIGTERM unwinds like Ctrl-C, so half-written temporary files are removed.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     app()

@@ -38,7 +38,11 @@ class Document:
 
 
 def load_documents(
-    path: str | Path, *, skip_bad_lines: bool = False, skipped: list[str] | None = None
+    path: str | Path,
+    *,
+    skip_bad_lines: bool = False,
+    skipped: list[str] | None = None,
+    warn: bool = True,
 ) -> Iterator[Document]:
     """Yield the documents of a knowledge base.
 
@@ -50,6 +54,8 @@ def load_documents(
             be read or is not text, instead of raising.
         skipped: When given, the message of each skipped line, file or symbolic link (never
             followed in a folder) is appended to it.
+        warn: Log a warning for each skipped item; False for a later pass over the same
+            knowledge base, whose skips the first pass reported.
 
     Yields:
         Documents in file order.
@@ -62,13 +68,13 @@ def load_documents(
     if not p.exists():
         raise InputError(f"knowledge base not found: {p}")
     if p.is_dir():
-        yield from _load_folder(p, skip_bad_lines=skip_bad_lines, skipped=skipped)
+        yield from _load_folder(p, skip_bad_lines=skip_bad_lines, skipped=skipped, warn=warn)
     elif p.name.lower().endswith((".xml", ".xml.bz2")):
         from kbqa.corpus.wikidump import iter_dump
 
         yield from iter_dump(p)
     elif p.suffix.lower() in (".jsonl", ".json", ".ndjson"):
-        yield from _load_jsonl(p, skip_bad_lines=skip_bad_lines, skipped=skipped)
+        yield from _load_jsonl(p, skip_bad_lines=skip_bad_lines, skipped=skipped, warn=warn)
     elif p.suffix.lower() in FOLDER_SUFFIXES:
         yield _load_file(p, p.parent)
     else:
@@ -128,7 +134,7 @@ def read_jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any] | Input
 
 
 def _load_jsonl(
-    path: Path, *, skip_bad_lines: bool, skipped: list[str] | None
+    path: Path, *, skip_bad_lines: bool, skipped: list[str] | None, warn: bool = True
 ) -> Iterator[Document]:
     import logging
 
@@ -141,7 +147,8 @@ def _load_jsonl(
         except InputError as exc:
             if not skip_bad_lines:
                 raise InputError(f"{exc} (use --skip-bad-lines to skip it)") from None
-            log.warning("skipping %s", exc)
+            if warn:
+                log.warning("skipping %s", exc)
             if skipped is not None:
                 skipped.append(str(exc))
 
@@ -174,7 +181,7 @@ def _parse_record(obj: dict[str, Any], path: Path, lineno: int) -> Document:
 
 
 def _load_folder(
-    root: Path, *, skip_bad_lines: bool = False, skipped: list[str] | None = None
+    root: Path, *, skip_bad_lines: bool = False, skipped: list[str] | None = None, warn: bool = True
 ) -> Iterator[Document]:
     """The folder's ``.txt``/``.md``/``.html`` files, recursively, in path order.
 
@@ -188,7 +195,8 @@ def _load_folder(
     log = logging.getLogger("kbqa.corpus")
 
     def skip(message: str) -> None:
-        log.warning("skipping %s", message)
+        if warn:
+            log.warning("skipping %s", message)
         if skipped is not None:
             skipped.append(message)
 

@@ -25,11 +25,12 @@ def _fmt(value: Any) -> str:
         return "n/a"
     if isinstance(value, float):
         return f"{value:.3f}"
-    return str(value)
+    return " ".join(str(value).split()).replace("|", "\\|")
 
 
 def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
-    """A GitHub Markdown table; floats to 3 decimals, ``None`` as ``n/a``."""
+    """A GitHub Markdown table; floats to 3 decimals, ``None`` as ``n/a``, other values on one
+    line with ``|`` escaped."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -197,8 +198,8 @@ WORST_ANSWERS = 15
 
 
 def _cell(text: Any, limit: int = 120) -> str:
-    """Text fit for one Markdown table cell: one line, ``|`` escaped, at most ``limit`` chars."""
-    one = " ".join(str(text).split()).replace("|", "\\|")
+    """Text cut to ``limit`` characters, on one line (:func:`markdown_table` escapes ``|``)."""
+    one = " ".join(str(text).split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
@@ -206,25 +207,31 @@ def _yes_no(value: Any) -> str:
     return "n/a" if value is None else ("yes" if value else "no")
 
 
+def _f1(record: dict[str, Any]) -> float | None:
+    scores = record.get("scores")
+    f1 = scores.get("token_f1") if isinstance(scores, dict) else None
+    return float(f1) if isinstance(f1, int | float) and not isinstance(f1, bool) else None
+
+
 def worst_answers(records: list[dict[str, Any]], n: int = WORST_ANSWERS) -> list[list[Any]]:
     """Rows for the report's table of the ``n`` lowest-F1 answerable questions (wrong answers
     before abstentions at equal F1): question, first gold answer, the answer, its F1, whether a
     gold answer was in the context read, whether the gold document was read, and the stage that
-    answered. Records without a token F1 are left out."""
-    scored = [r for r in records if r.get("answerable", True) and "token_f1" in r.get("scores", {})]
-    scored.sort(key=lambda r: (r["scores"]["token_f1"], bool(r.get("abstained"))))
+    answered. Records without a numeric token F1 are left out."""
+    scored = [r for r in records if r.get("answerable") is not False and _f1(r) is not None]
+    scored.sort(key=lambda r: (_f1(r), bool(r.get("abstained"))))
     rows = []
     for r in scored[:n]:
-        read = r.get("context_doc_ids")
-        gold_doc = r.get("gold_doc_id")
+        read, gold_doc, gold = r.get("context_doc_ids"), r.get("gold_doc_id"), r.get("gold")
+        gold = [gold] if isinstance(gold, str) else gold if isinstance(gold, list) else []
         rows.append([
-            _cell(r.get("question", "")),
-            _cell((r.get("gold") or [""])[0]),
-            "(abstained)" if r.get("abstained") else _cell(r.get("answer", "")),
-            r["scores"]["token_f1"],
+            _cell(r.get("question") or ""),
+            _cell(gold[0] if gold else ""),
+            "(abstained)" if r.get("abstained") else _cell(r.get("answer") or ""),
+            _f1(r),
             _yes_no(r["scores"].get("answer_in_context")),
-            _yes_no(gold_doc in read) if read is not None and gold_doc else "n/a",
-            r.get("answered_by") or "",
+            _yes_no(gold_doc in read) if isinstance(read, list) and gold_doc else "n/a",
+            _cell(r.get("answered_by") or ""),
         ])  # fmt: skip
     return rows
 
@@ -232,9 +239,13 @@ def worst_answers(records: list[dict[str, Any]], n: int = WORST_ANSWERS) -> list
 def answered_unanswerable(records: list[dict[str, Any]], n: int = WORST_ANSWERS) -> list[list[Any]]:
     """Rows for the first ``n`` unanswerable questions that got an answer instead of the
     abstention: question, answer, the stage that answered."""
-    rows = [r for r in records if not r.get("answerable", True) and not r.get("abstained")]
+    rows = [r for r in records if r.get("answerable") is False and not r.get("abstained")]
     return [
-        [_cell(r.get("question", "")), _cell(r.get("answer", "")), r.get("answered_by") or ""]
+        [
+            _cell(r.get("question") or ""),
+            _cell(r.get("answer") or ""),
+            _cell(r.get("answered_by") or ""),
+        ]
         for r in rows[:n]
     ]
 

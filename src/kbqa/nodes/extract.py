@@ -254,14 +254,15 @@ def extract_answer(
     """
     question = normalize_text(question)
     q_words = _content_words(question)
-    scored: list[tuple[float, int, str]] = []  # (score, chunk_id, sentence)
+    overlaps: list[tuple[int, int, int, str]] = []  # (overlap, rank, chunk_id, sentence)
     for rank, (chunk_id, text) in enumerate(passages):
         for sent in sentences(normalize_text(text)):
-            overlap = len(q_words & set(tokenize(sent)))
-            scored.append((overlap - 0.01 * rank, chunk_id, sent))
-    if not scored or scored_max(scored) < 1 - 0.01 * len(passages):
+            overlaps.append((len(q_words & set(tokenize(sent))), rank, chunk_id, sent))
+    if not overlaps or max(o[0] for o in overlaps) < 1:
         return None  # no sentence shares a content word with the question
-    scored.sort(key=lambda s: -s[0])
+    overlaps.sort(key=lambda o: (-o[0], o[1]))  # most shared words, then retrieval rank
+    # the score: shared words, ties broken by rank (a hundredth per rank)
+    scored = [(overlap - 0.01 * rank, chunk_id, sent) for overlap, rank, chunk_id, sent in overlaps]
 
     def found(answer: str, method: str, score: float, chunk_id: int, sent: str) -> Extraction:
         coverage = len(q_words & set(tokenize(sent))) / len(q_words)
@@ -290,9 +291,12 @@ def extract_answer(
 def same_stem(a: str, b: str) -> bool:
     """Whether tokens ``a`` and ``b`` are likely forms of one word: equal, or sharing a prefix of
     :data:`MIN_STEM_CHARS` characters that is :data:`STEM_SHARE` of the shorter one (Bangla case
-    endings: ``ভাষায়`` and ``ভাষার``, ``সুশ্রুতের`` and ``সুশ্রুত``)."""
+    endings: ``ভাষায়`` and ``ভাষার``, ``সুশ্রুতের`` and ``সুশ্রুত``). Tokens with digits match
+    only when equal."""
     if a == b:
         return True
+    if any(c.isdigit() for c in a + b):
+        return False  # 1971 and 1975 are different years
     shorter = min(len(a), len(b))
     shared = next((i for i in range(shorter) if a[i] != b[i]), shorter)
     return shared >= MIN_STEM_CHARS and shared >= STEM_SHARE * shorter
@@ -327,7 +331,9 @@ def aligned_span(sentence: str, question: str, max_words: int = MAX_ALIGNED_WORD
     content = [t for t in q_tokens if t not in STOPWORDS and t not in QUESTION_WORDS_BN]
     words = sentence.rstrip("।.?!").split()
     stems = [next(iter(tokenize(w)), "") for w in words]
-    asked = [bool(t) and any(same_stem(t, q) for q in content) for t in stems]
+    asked = [
+        bool(t) and (t in QUESTION_WORDS_BN or any(same_stem(t, q) for q in content)) for t in stems
+    ]
 
     def places(token: str) -> list[int]:
         return [i for i, t in enumerate(stems) if t and same_stem(t, token)]
@@ -358,11 +364,8 @@ def aligned_span(sentence: str, question: str, max_words: int = MAX_ALIGNED_WORD
         span = list(itertools.takewhile(lambda i: not asked[i], span[::-1]))[::-1]
     if not span or len(span) > max_words:
         return None
-    return " ".join(words[i] for i in span).strip(" ,;:()\"'") or None
-
-
-def scored_max(scored: list[tuple[float, int, str]]) -> float:
-    return max(s[0] for s in scored)
+    text = " ".join(words[i] for i in span).strip(" ,;:()\"'")
+    return text if tokenize(text) else None  # punctuation alone is no answer
 
 
 EDGE_WORDS = frozenset(

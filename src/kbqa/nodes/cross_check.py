@@ -49,7 +49,7 @@ at least this share of the question's content words (rule 3). Both thresholds we
 BanglaRQA validation 300 (seed 0) as the pair
 with the best overall F1 that keeps at least 60% of unanswerable questions abstained
 (``benchmarks/cross_check.py --grid``): answerable F1 0.499 -> 0.531, unanswerable abstention
-59.2% -> 60.5%; on seed 1, not tuned on, 0.459 -> 0.486 and 45.1% -> 53.5%."""
+59.2% -> 60.5%; on seed 1, not tuned on, 0.461 -> 0.488 and 45.1% -> 53.5%."""
 
 
 def agrees(answer: str, found: Extraction) -> bool:

@@ -66,6 +66,11 @@ def items(run: str, chunks: list[Chunk]) -> list[Item]:
     return out
 
 
+def qtype(item: Item) -> str:
+    """The question type classify gave the item's question."""
+    return str(item.record.get("question_type", "other"))
+
+
 def scores(answer: str, abstained: bool, record: dict[str, Any]) -> float:
     """Token F1 for an answerable question; 1/0 for abstaining on an unanswerable one."""
     if not record.get("answerable", True):
@@ -94,7 +99,8 @@ def replay(run: str, index: str, grid: bool) -> None:
     for key in sorted(by_lang, key=lambda k: (k == "all", k)):
         group = by_lang[key]
         before = [(i, i.answer, i.abstained) for i in group]
-        after = [(i, *decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE)[:2]) for i in group]
+        after = [(i, *decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE, qtype(i))[:2])
+                 for i in group]  # fmt: skip
         moved: Counter[str] = Counter()
         for (i, a0, ab0), (_, a1, ab1) in zip(before, after, strict=True):
             if (a0, ab0) != (a1, ab1):
@@ -116,7 +122,7 @@ def replay(run: str, index: str, grid: bool) -> None:
             for high in (0.6, 0.7, 0.8, 0.9, 2.0):
                 rows = []
                 for i in bangla:
-                    kept = decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE,
+                    kept = decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE, qtype(i),
                                   abstain_below=low, answer_from=high)  # fmt: skip
                     rows.append((i, kept[0], kept[1]))
                 f, u, o = summary(rows)

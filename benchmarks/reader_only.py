@@ -69,7 +69,7 @@ def run(
         if applies(ctx.cross_check, lang):
             numbered = [(i, p.text) for i, (_, p) in enumerate(passages)]
             found = extract_answer(q.question, qtype, numbered, lang)
-            answer, abstained, _ = decide(answer, abstained, found, ctx.abstention_phrase)
+            answer, abstained, _ = decide(answer, abstained, found, ctx.abstention_phrase, qtype)
         times.append(time.perf_counter() - started)
         abstained_n += abstained
         if not abstained:

@@ -5,12 +5,11 @@
 
 For each run, the answer the graph held when it reached the cross-check (the stage before the
 ``cross_check`` entry of ``stage_answers``, or the last stage of a run made without it) is put
-through the node's own rules (:func:`kbqa.nodes.cross_check.decide`) with the pattern
+through the node's own rules (:func:`kbqa.answers.cross_check.decide`) with the pattern
 extractor's span on the chunks the reader read (``context_chunk_ids``), so no LLM runs. Prints
 answerable F1, unanswerable abstention and overall F1 before and after, how many answers it
 changed, raised and lowered, for each language; ``--grid`` also prints the two coverage
-thresholds against each other (Bangla questions), which is how :data:`~kbqa.nodes.cross_check.
-ABSTAIN_BELOW` and :data:`~kbqa.nodes.cross_check.ANSWER_FROM` were chosen. Asserts nothing.
+thresholds against each other (Bangla questions), which is how :data:`~kbqa.answers.cross_check.ABSTAIN_BELOW` and :data:`~kbqa.answers.cross_check.ANSWER_FROM` were chosen. Asserts nothing.
 The run must have been made on ``--index`` (chunk ids are the index's).
 """
 
@@ -22,12 +21,12 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from kbqa.answers.cross_check import ABSTAIN_BELOW, ANSWER_FROM, decide
+from kbqa.answers.extract import Extraction, extract_answer
 from kbqa.corpus.chunking import Chunk
 from kbqa.errors import KBQAError
 from kbqa.evals.metrics import max_over_golds, token_f1
-from kbqa.evals.runner import load_run
-from kbqa.nodes.cross_check import ABSTAIN_BELOW, ANSWER_FROM, decide
-from kbqa.nodes.extract import Extraction, extract_answer
+from kbqa.evals.run_dir import load_run
 from kbqa.prompts import ABSTENTION_PHRASE
 from kbqa.retrieval.index import load_index
 

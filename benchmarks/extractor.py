@@ -4,16 +4,16 @@
         --index DIR [--held-sample 300 --held-seed 1]
 
 Each question is classified and retrieved as the graph does (``k`` chunks with their padding,
-:func:`kbqa.nodes.retrieve.retrieve_records`), and :func:`kbqa.nodes.extract.extract_answer`
+:func:`kbqa.nodes.common.retrieve_records`), and :func:`kbqa.answers.extract.extract_answer`
 reads those chunks. Rows switch the rules on in turn, from the extractor of 2026-12-02 morning:
 
 - before: the longest run of words the question does not contain (at most 6), typed patterns
   searched in the 20 best sentences, a year with its case word (``১৯৭১ সালে``);
-- + aligned span (:func:`~kbqa.nodes.extract.aligned_span`);
-- + typed patterns in the best sentence only (Bangla; :data:`~kbqa.nodes.extract.CONTACT_KINDS`
+- + aligned span (:func:`~kbqa.answers.aligned.aligned_span`);
+- + typed patterns in the best sentence only (Bangla; :data:`~kbqa.answers.extract.CONTACT_KINDS`
   aside);
 - + the year alone (``১৯৭১``);
-- + runs of up to :data:`~kbqa.nodes.extract.MAX_SPAN_WORDS` words: the extractor as shipped.
+- + runs of up to :data:`~kbqa.answers.extract.MAX_SPAN_WORDS` words: the extractor as shipped.
 
 Columns: the questions outside the held-out sample (where the rules were chosen) and the held-out
 sample (``kbqa eval --sample N --seed S`` draws the same one). Prints answerable F1 and, for the
@@ -31,16 +31,16 @@ from typing import Any
 
 import regex
 
+from kbqa.answers.language import detect_language, question_type
 from kbqa.context import Context
 from kbqa.errors import KBQAError
 from kbqa.evals.datasets import load_questions, select
 from kbqa.evals.metrics import max_over_golds, token_f1
-from kbqa.nodes.classify import detect_language, question_type
-from kbqa.nodes.retrieve import retrieve_records
+from kbqa.nodes.common import retrieve_records
 from kbqa.resources import retriever_for
 
 # the module itself: kbqa.nodes exports a function of the same name
-extract = sys.modules["kbqa.nodes.extract"]
+extract = sys.modules["kbqa.answers.extract"]
 
 
 OLD_YEAR = regex.compile(
@@ -59,7 +59,7 @@ def rules(on: int) -> Any:
     if on < 1:
         extract.aligned_span = lambda *_args, **_kw: None
     if on < 2:  # every kind searched like a contact detail
-        extract.CONTACT_KINDS = frozenset(extract._TYPE_PATTERNS) | {"other", "yes/no"}
+        extract.CONTACT_KINDS = frozenset(extract.TYPE_PATTERNS) | {"other", "yes/no"}
     if on < 3:
         extract.PATTERNS["year"] = OLD_YEAR
     if on < 4:

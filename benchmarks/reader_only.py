@@ -7,11 +7,11 @@ measured apart from retrieval. Prints one table row per reader; asserts nothing.
 The gold passage is the first chunk of the question's document that holds a gold answer, with
 the chunk before it (as the retriever's padding would add it), shown as the top hit. Questions
 whose document holds no gold answer verbatim are skipped (counted). The answer goes through the
-serving code: :func:`kbqa.nodes.generate.generate_answer` (the same prompt, budget and
-grounding), the abstention check and :func:`kbqa.nodes.finalize.postprocess` with the context
+serving code: :func:`kbqa.answers.reading.generate_answer` (the same prompt, budget and
+grounding), the abstention check and :func:`kbqa.answers.cleanup.postprocess` with the context
 snapping of ``finalize``. ``--reader-adapter DIR`` serves an adapter of your own on the first
 model. ``--cross-check auto|on`` puts each answer (or abstention) through the graph's
-``cross_check`` rules (:func:`kbqa.nodes.cross_check.decide`, with the pattern extractor on the
+``cross_check`` rules (:func:`kbqa.answers.cross_check.decide`, with the pattern extractor on the
 same passages) before that post-processing, as the default graph reads. Medians of seconds per
 question; EM/F1 by the dataset's ``qtype``.
 """
@@ -25,18 +25,19 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from kbqa.answers.abstention import judge
+from kbqa.answers.cleanup import postprocess
+from kbqa.answers.cross_check import applies, decide
+from kbqa.answers.extract import extract_answer
+from kbqa.answers.language import detect_language, question_type
+from kbqa.answers.reading import generate_answer
+from kbqa.answers.snap import snap_to_context, snap_to_span
 from kbqa.context import Context
 from kbqa.errors import KBQAError
 from kbqa.evals.datasets import load_questions, select
 from kbqa.evals.metrics import answer_in_context, exact_match, max_over_golds, token_f1
-from kbqa.llm.grounding import DEFAULT_GROUNDING, GROUNDING_MODES, snap_to_span
+from kbqa.llm.grounding import DEFAULT_GROUNDING, GROUNDING_MODES
 from kbqa.llm.models import load_chat_model
-from kbqa.nodes.check_abstention import judge
-from kbqa.nodes.classify import detect_language, question_type
-from kbqa.nodes.cross_check import applies, decide
-from kbqa.nodes.extract import extract_answer
-from kbqa.nodes.finalize import postprocess, snap_to_context
-from kbqa.nodes.generate import generate_answer
 from kbqa.prompts import Passage
 from kbqa.resources import load_retriever
 
@@ -65,7 +66,7 @@ def run(
         raw, _, _ = generate_answer(
             model, ctx, q.question, passages, question_type=qtype, language=lang
         )
-        answer, abstained = judge(raw, ctx, q.question)
+        answer, abstained = judge(raw, q.question, ctx.abstention_phrase, ctx.max_answer_chars)
         if applies(ctx.cross_check, lang):
             numbered = [(i, p.text) for i, (_, p) in enumerate(passages)]
             found = extract_answer(q.question, qtype, numbered, lang)

@@ -20,11 +20,11 @@ from typing import Any
 
 from kbqa.errors import KBQAError
 from kbqa.evals.metrics import exact_match, max_over_golds, token_f1
-from kbqa.evals.runner import load_run
+from kbqa.evals.run_dir import load_run
 
 
 def load(run: str) -> dict[str, dict[str, Any]]:
-    """Records by ``qid`` (:func:`kbqa.evals.runner.load_run` checks each record's fields)."""
+    """Records by ``qid`` (:func:`kbqa.evals.run_dir.load_run` checks each record's fields)."""
     return {r["qid"]: r for r in load_run(run).records}
 
 

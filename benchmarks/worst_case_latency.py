@@ -29,7 +29,7 @@ from collections import defaultdict
 
 from kbqa.context import Context
 from kbqa.errors import KBQAError
-from kbqa.evals.runner import load_run
+from kbqa.evals.run_dir import load_run
 from kbqa.graph import build_graph
 from kbqa.resources import retriever_for
 from kbqa.retrieval.embedders import DEFAULT_EMBEDDER

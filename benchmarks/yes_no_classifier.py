@@ -1,4 +1,4 @@
-"""Precision and recall of the ``yes/no`` question type (:func:`kbqa.nodes.classify.question_type`)
+"""Precision and recall of the ``yes/no`` question type (:func:`kbqa.answers.language.question_type`)
 against a question file's own labels. Prints a table and the misclassified questions; asserts
 nothing.
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
+from kbqa.answers.language import question_type
 from kbqa.evals.datasets import load_questions
-from kbqa.nodes.classify import question_type
 
 
 def main() -> None:

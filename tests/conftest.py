@@ -12,7 +12,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["KBQA_WEB_SEARCH"] = "off"  # tests never reach the internet; route tests opt in
 
-from kbqa.corpus.loaders import Document
+from kbqa.corpus.document import Document
 from kbqa.retrieval.embedders import HashEmbedder
 from kbqa.retrieval.index import build_index
 

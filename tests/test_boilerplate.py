@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kbqa.corpus.boilerplate import BoilerplateModel
-from kbqa.corpus.loaders import Document
+from kbqa.corpus.document import Document
 
 NAV = "Home | People | Research | Admissions"
 FOOTER = "© 2026 Example University. All rights reserved."

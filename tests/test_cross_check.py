@@ -1,4 +1,4 @@
-"""The cross-check's rules (:func:`kbqa.nodes.cross_check.decide`), on hand-made extractions.
+"""The cross-check's rules (:func:`kbqa.answers.cross_check.decide`), on hand-made extractions.
 
 The graph routes through the node are in ``test_routes.py``; these pin each rule's decision.
 """
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from kbqa.nodes.cross_check import ABSTAIN_BELOW, ANSWER_FROM, decide, prefer_extractor
-from kbqa.nodes.extract import Extraction
+from kbqa.answers.cross_check import ABSTAIN_BELOW, ANSWER_FROM, decide, prefer_extractor
+from kbqa.answers.extract import Extraction
 from kbqa.prompts import ABSTENTION_PHRASE as ABST
 
 SENTENCE = "এখানে পৃথিবী গোলাকার নয়, বরং সমতল, এই ধারণাকে সমতল পৃথিবী বলা হয়।"
@@ -56,12 +56,18 @@ def test_a_yes_no_question_is_answered_yes_or_no() -> None:
     # BanglaRQA the tuned reader's "না" was right for 2 of 11 such questions, seed 0)
     assert decide("না", False, yes, ABST, "yes/no") == ("হ্যাঁ", False, "cross_check: extractor")
     assert prefer_extractor("পৃথিবী", yes, "yes/no")
-    assert not prefer_extractor(" No ", yes, "yes/no") and not prefer_extractor("yes", yes, "yes/no")
+    assert not prefer_extractor(" No ", yes, "yes/no") and not prefer_extractor(
+        "yes", yes, "yes/no"
+    )
 
 
 def test_a_disagreeing_answer_is_replaced_whatever_the_type() -> None:
     for qtype in ("location", "other", "yes/no", "list"):
-        assert decide("ঢাকা", False, SPAN, ABST, qtype) == (SPAN.answer, False, "cross_check: extractor")
+        assert decide("ঢাকা", False, SPAN, ABST, qtype) == (
+            SPAN.answer,
+            False,
+            "cross_check: extractor",
+        )
 
 
 def test_coverage_rules_come_before_agreement() -> None:

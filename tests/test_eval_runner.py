@@ -19,7 +19,8 @@ from kbqa.cli import app
 from kbqa.context import Context
 from kbqa.errors import InputError
 from kbqa.evals.datasets import load_questions
-from kbqa.evals.runner import RECORDS_FILE, evaluate_questions, run_config
+from kbqa.evals.run_dir import RECORDS_FILE, run_config
+from kbqa.evals.runner import evaluate_questions
 from kbqa.resources import chat_model_for
 
 runner = CliRunner()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from kbqa.nodes.extract import PATTERNS, aligned_span, extract_answer, same_stem, sentences
-from kbqa.nodes.finalize import postprocess, snap_to_context
-from kbqa.nodes.web_search import key_entities, web_query
+from kbqa.answers.aligned import aligned_span, same_stem
+from kbqa.answers.cleanup import postprocess
+from kbqa.answers.extract import PATTERNS, extract_answer, sentences
+from kbqa.answers.snap import snap_to_context
+from kbqa.answers.web_query import key_entities, web_query
 
 BN = "তিনি ১৯৭১ সালের ২৬ মার্চ জন্মগ্রহণ করেন, ইমেইল: info@example.com.bd"
 EN = (
@@ -117,7 +119,7 @@ def test_snap_to_context(answer: str, qtype: str, passage: str, expected: str) -
 
 
 def test_an_extraction_carries_its_sentence_for_the_cross_check() -> None:
-    from kbqa.nodes.cross_check import agrees
+    from kbqa.answers.cross_check import agrees
 
     found = extract_answer("পদ্মা নদীর দৈর্ঘ্য কত?", "number", PASSAGES)
     assert found is not None and found.sentence == "পদ্মা নদীর দৈর্ঘ্য ১২০ কিলোমিটার।"

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kbqa.answers.reading import generate_answer
 from kbqa.context import Context
 from kbqa.evals.datasets import Question
 from kbqa.evals.metrics import answer_in_context
@@ -22,8 +23,7 @@ from kbqa.finetune.data import (
     write_examples,
 )
 from kbqa.llm.fake import ScriptedChatModel
-from kbqa.nodes.generate import chunk_passages, generate_answer
-from kbqa.nodes.retrieve import retrieve_records
+from kbqa.nodes.common import chunk_passages, retrieve_records
 from kbqa.prompts import ABSTENTION_PHRASE, prompt_text
 from kbqa.resources import retriever_for
 
@@ -183,7 +183,8 @@ def _inputs(tmp_path: Path, doc_id: str = "d1", answerable: bool = True) -> Read
 
 def test_inputs_are_checked_before_anything_is_written(tmp_path: Path) -> None:
     from kbqa.errors import InputError
-    from kbqa.finetune.reader import check_inputs, last_checkpoint
+    from kbqa.finetune.reader import check_inputs
+    from kbqa.finetune.train import last_checkpoint
 
     cfg = _inputs(tmp_path)
     check_inputs(cfg)  # fine

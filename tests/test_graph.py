@@ -124,3 +124,40 @@ def test_messages_stream_mode_sees_the_llm_call(tiny_index: Path) -> None:
     ):
         seen.append((metadata["langgraph_node"], message.content))
     assert ("generate", "ঢাকা") in seen
+
+
+class StandInRetriever:
+    """A retriever handed to the graph through ``Context.retriever``: two chunks in memory, no
+    index on disk, nothing registered by name."""
+
+    mode = "bm25"
+
+    def __init__(self) -> None:
+        from kbqa.corpus.chunking import Chunk
+
+        self.chunks = [
+            Chunk(0, "d1", 0, -1, "ঢাকা", "", "ঢাকা বাংলাদেশের রাজধানী।"),
+            Chunk(1, "d2", 0, -1, "পদ্মা", "", "পদ্মা একটি নদী।"),
+        ]
+        self.queries: list[tuple[str, int]] = []
+
+    def retrieve(self, query: str, k: int, **_: object) -> list[object]:
+        from kbqa.retrieval.retriever import RetrievedChunk
+
+        self.queries.append((query, k))
+        return [RetrievedChunk(0, 1.0, 1), RetrievedChunk(1, 0.5, 2)][:k]
+
+
+def test_a_retriever_handed_in_through_the_context_is_the_one_used(tmp_path: Path) -> None:
+    stand_in = StandInRetriever()
+    context = ctx(tmp_path / "no-index-here", "fake/script:ঢাকা#stand-in", retriever=stand_in)
+    out = graph.invoke({"question": "বাংলাদেশের রাজধানী কোথায়?"}, context=context)
+    assert stand_in.queries == [("বাংলাদেশের রাজধানী কোথায়?", 3)]
+    assert out["answer"] == "ঢাকা" and out["retrieval_mode"] == "bm25"
+    assert [s["doc_id"] for s in out["sources"]] == ["d1", "d2"]  # the chunks it read
+    assert "retriever" not in context.settings()  # the run's config.json records settings only
+
+
+def test_a_retriever_that_is_not_one_is_refused_with_its_name(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="retriever must be a retriever object"):
+        ctx(tmp_path, "fake/abstain", retriever="index/bnwiki")

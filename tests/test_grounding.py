@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from pydantic import Field
 
+from kbqa.answers.reading import generate_answer
+from kbqa.answers.snap import snap_to_span
 from kbqa.context import Context
 from kbqa.llm.fake import ScriptedChatModel
-from kbqa.llm.grounding import SpanConstraint, snap_to_span
-from kbqa.nodes.generate import generate_answer
+from kbqa.llm.grounding import SpanConstraint
 from kbqa.prompts import ABSTENTION_PHRASE, Passage
 
 TOKENS = {

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import DOCS
 
-from kbqa.corpus.loaders import Document
+from kbqa.corpus.document import Document
 from kbqa.errors import IndexLoadError, InputError
 from kbqa.retrieval.embedders import HashEmbedder
 from kbqa.retrieval.index import (

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kbqa.corpus.loaders import Document
+from kbqa.corpus.document import Document
 from kbqa.retrieval.embedders import NoEmbedder
 from kbqa.retrieval.index import build_index, load_index
 
@@ -72,7 +72,7 @@ KILLER = r"""
 import os, sys
 from pathlib import Path
 import kbqa.retrieval.versions as versions
-from kbqa.corpus.loaders import Document
+from kbqa.corpus.document import Document
 from kbqa.retrieval.embedders import NoEmbedder
 from kbqa.retrieval.index import build_index
 

@@ -2,11 +2,11 @@
 
 import pytest
 
+from kbqa.answers.abstention import is_abstention, settled_abstention
+from kbqa.answers.cleanup import clean_answer
+from kbqa.answers.language import detect_language, question_type
+from kbqa.answers.reading import stream_until_abstention
 from kbqa.llm.fake import ScriptedChatModel
-from kbqa.nodes.check_abstention import is_abstention, settled_abstention
-from kbqa.nodes.classify import detect_language, question_type
-from kbqa.nodes.finalize import clean_answer
-from kbqa.nodes.generate import stream_until_abstention
 from kbqa.prompts import ABSTENTION_PHRASE, Passage
 from kbqa.prompts.budget import fit_prompt
 

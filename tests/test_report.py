@@ -4,14 +4,8 @@ from pathlib import Path
 
 from kbqa.context import Context
 from kbqa.evals.ablation import ablations, model_tag
-from kbqa.evals.report import (
-    abstention_calibration,
-    answered_unanswerable,
-    markdown_table,
-    recall_curve,
-    worst_answers,
-    write_report,
-)
+from kbqa.evals.plots import abstention_calibration, recall_curve
+from kbqa.evals.report import answered_unanswerable, markdown_table, worst_answers, write_report
 
 
 def rec(answerable: bool, abstained: bool, docs: list[str], aic: float = 0.0) -> dict:

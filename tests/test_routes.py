@@ -32,7 +32,13 @@ register_web_search("test-down", StaticWebSearch([], fail="no network"))
 register_web_search(
     "test-web",
     StaticWebSearch(
-        [WebResult("Dhaka - Wikipedia", "https://en.wikipedia.org/wiki/Dhaka", "রাজধানী ঢাকা।")]
+        [
+            WebResult(
+                title="Dhaka - Wikipedia",
+                url="https://en.wikipedia.org/wiki/Dhaka",
+                snippet="রাজধানী ঢাকা।",
+            )
+        ]
     ),
 )
 _n = 0
@@ -313,6 +319,6 @@ def test_a_broken_precision_index_fails_the_fallback_softly(
 def test_without_a_context_the_defaults_are_used() -> None:
     from types import SimpleNamespace
 
-    from kbqa.nodes._record import context_of
+    from kbqa.nodes.common import context_of
 
     assert context_of(SimpleNamespace(context=None)) == Context()

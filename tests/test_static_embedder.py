@@ -173,7 +173,7 @@ def test_static_fitted_dimension_is_recorded_and_bad_tables_are_named(tmp_path: 
 
 
 def test_static_build_without_words_is_a_clear_error(tmp_path: Path) -> None:
-    from kbqa.corpus.loaders import Document
+    from kbqa.corpus.document import Document
     from kbqa.errors import InputError
 
     docs = [Document("e", "", "😀😀😀 🎉🎉 👍", "https://example.org/party-page")]

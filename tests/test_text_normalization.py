@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kbqa.corpus.loaders import Document
+from kbqa.answers.abstention import is_abstention
+from kbqa.answers.language import question_type
+from kbqa.corpus.document import Document
 from kbqa.errors import IndexLoadError
 from kbqa.evals.metrics import exact_match, token_f1
-from kbqa.nodes.check_abstention import is_abstention
-from kbqa.nodes.classify import question_type
 from kbqa.retrieval.embedders import NoEmbedder
 from kbqa.retrieval.index import build_index, load_index
 from kbqa.retrieval.retriever import HybridRetriever

@@ -1,8 +1,23 @@
 """kbqa: knowledge-base question answering as a LangGraph state machine.
 
-The pipeline reads top to bottom like the package: ``corpus`` (load, clean, chunk) ->
-``retrieval`` (BM25 + dense index, weighted fusion) -> ``nodes`` wired in ``graph`` (classify,
-retrieve, generate, check_abstention, retry, finalize) -> ``evals`` (EM, token F1, recall@k).
+The package reads like the pipeline, top to bottom:
+
+- ``corpus``: load a knowledge base (a crawled site, a Wikipedia dump, a folder or JSONL of
+  documents), clean and chunk it;
+- ``retrieval``: the index (BM25 + optional dense vectors) and the hybrid retriever (weighted
+  fusion, previous-chunk padding), plus the web search stand-ins;
+- ``llm`` and ``prompts``: the GGUF reader through llama.cpp, its LoRA adapter, grounded decoding,
+  and the prompts it reads;
+- ``answers``: the answer logic, free of LangGraph (question language and type, abstention,
+  clean-up, snapping to the context, the pattern extractor, the cross-check's rules);
+- ``nodes`` (one module per node: classify, retrieve, generate, check_abstention, retry,
+  cross_check, verify, fallback, web_search, extract, finalize), ``routes`` (the conditional
+  edges) and ``graph`` (the wiring);
+- ``evals``: metrics, datasets, the evaluation runner and its report, above the graph;
+- ``finetune``: ``kbqa finetune`` (LoRA training of the reader on a CPU, export to GGUF);
+- ``cli``: the ``kbqa`` command.
 """
 
-__version__ = "0.1.0"
+from kbqa.version import __version__
+
+__all__ = ["__version__"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
-from typing import Literal
+from typing import Any, Literal
 
 from kbqa.llm.grounding import DEFAULT_GROUNDING, GROUNDING_MODES
 from kbqa.llm.models import DEFAULT_MODEL, MODELS
@@ -158,6 +158,16 @@ class Context:
     web_max_results: int = field(
         default=5, metadata={"description": "Web results given to the LLM."}
     )
+    retriever: Any = field(
+        default=None,
+        compare=False,
+        repr=False,
+        metadata={
+            "description": "A retriever object (kbqa.retrieval.retriever.Retriever) to use "
+            "instead of loading index_dir's: a test's stand-in, or one built in Python.",
+            "object": True,
+        },
+    )
 
     def __post_init__(self) -> None:
         for name in (
@@ -207,6 +217,13 @@ class Context:
             )
         if self.fusion not in ("weighted", "rrf"):
             raise ValueError(f"fusion must be 'weighted' or 'rrf', got {self.fusion!r}")
+        if self.retriever is not None and not all(
+            hasattr(self.retriever, name) for name in ("retrieve", "chunks", "mode")
+        ):
+            raise ValueError(
+                "retriever must be a retriever object (retrieve(), chunks, mode: the "
+                f"kbqa.retrieval.retriever.Retriever protocol), got {self.retriever!r}"
+            )
         if self.n_ctx < self.max_answer_tokens + 64:
             raise ValueError(
                 f"n_ctx ({self.n_ctx}) must be at least max_answer_tokens "
@@ -215,5 +232,10 @@ class Context:
 
     @classmethod
     def field_names(cls) -> list[str]:
-        """Names of all settings."""
-        return [f.name for f in fields(cls)]
+        """Names of the settings: every field except the injected objects (``retriever``)."""
+        return [f.name for f in fields(cls) if not f.metadata.get("object")]
+
+    def settings(self) -> dict[str, Any]:
+        """The settings as plain values (JSON-ready; without the injected objects), as a run's
+        ``config.json`` records them."""
+        return {name: getattr(self, name) for name in self.field_names()}

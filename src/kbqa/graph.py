@@ -12,14 +12,16 @@
                             |                      (each when on) -> finalize -> END
                             +-> extract (no LLM) -> finalize
 
-The decisions are conditional edges (:func:`~kbqa.nodes.route_after_retrieve`: no LLM ->
-extract; :func:`~kbqa.nodes.route_after_generate`: the LLM failed at run time -> extract;
-:func:`~kbqa.nodes.route_after_check`: an abstention goes to retry while retries remain, then
+The decisions are conditional edges, in :mod:`kbqa.routes`
+(:func:`~kbqa.routes.route_after_retrieve`: no LLM -> extract;
+:func:`~kbqa.routes.route_after_generate`: the LLM failed at run time -> extract;
+:func:`~kbqa.routes.route_after_check`: an abstention goes to retry while retries remain, then
 everything to ``cross_check`` (unless off), which may turn an answer into an abstention or the
-reverse; :func:`~kbqa.nodes.route_after_cross_check`, :func:`~kbqa.nodes.route_unresolved`:
-verify when on, then an abstention to fallback and web search): retry runs at most
-``max_retries`` times (counted in ``retries``), fallback and web search at most once each, and
-each can be switched off in :class:`~kbqa.context.Context`. The longest route is 18 node runs
+reverse; :func:`~kbqa.routes.route_after_cross_check`, :func:`~kbqa.routes.route_unresolved`,
+:func:`~kbqa.routes.route_after_fallback`: verify when on, then an abstention to fallback and
+web search): retry runs at most ``max_retries`` times (counted in ``retries``), fallback and web
+search at most once each, and each can be switched off in :class:`~kbqa.context.Context`. The
+longest route is 18 node runs
 (``max_retries`` = 3), below LangGraph's recursion limit of 25.
 """
 
@@ -39,13 +41,16 @@ from kbqa.nodes import (
     generate,
     retrieve,
     retry,
+    verify,
+    web_search,
+)
+from kbqa.routes import (
     route_after_check,
     route_after_cross_check,
+    route_after_fallback,
     route_after_generate,
     route_after_retrieve,
     route_unresolved,
-    verify,
-    web_search,
 )
 from kbqa.state import InputState, OutputState, State
 
@@ -83,7 +88,7 @@ def build_graph() -> CompiledStateGraph[State, Context, InputState, OutputState]
     builder.add_conditional_edges(
         "verify", route_unresolved, ["fallback", "web_search", "finalize"]
     )
-    builder.add_conditional_edges("fallback", route_unresolved, ["web_search", "finalize"])
+    builder.add_conditional_edges("fallback", route_after_fallback, ["web_search", "finalize"])
     builder.add_edge("web_search", "finalize")
     builder.add_edge("extract", "finalize")
     builder.add_edge("finalize", END)

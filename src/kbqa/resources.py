@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from kbqa.llm.models import QUALITY_MODEL, load_chat_model, model_installed
 from kbqa.retrieval.embedders import load_embedder
 from kbqa.retrieval.index import DENSE, load_index
-from kbqa.retrieval.retriever import HybridRetriever
+from kbqa.retrieval.retriever import HybridRetriever, Retriever
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -45,12 +45,15 @@ def load_retriever(index_dir: str, embedder: str, strategy: str | None = None) -
     )
 
 
-def retriever_for(ctx: Context, strategy: str | None = None) -> HybridRetriever:
-    """The shared retriever for a run's context (``strategy="precision"``: the fallback's).
+def retriever_for(ctx: Context, strategy: str | None = None) -> Retriever:
+    """The run's retriever: ``ctx.retriever`` when one was handed in, else the shared one loaded
+    from ``ctx.index_dir`` (``strategy="precision"``: the fallback's, always from the index).
 
     A BM25-only retriever is reloaded once ``kbqa index --continue`` has added the index's dense
     part, so a long-running chat or server picks the dense vectors up.
     """
+    if strategy is None and ctx.retriever is not None:
+        return ctx.retriever  # type: ignore[no-any-return]
     retriever = load_retriever(ctx.index_dir, ctx.embedder, strategy)
     if not retriever.dense_ready and (retriever.index.path / DENSE).is_file():
         load_retriever.cache_clear()

@@ -60,7 +60,8 @@ class StageAnswer(TypedDict):
 
 
 class WebResult(TypedDict):
-    """A web search hit shown to the LLM."""
+    """One web search hit (what a :class:`~kbqa.retrieval.web.WebSearch` returns, and what the
+    state's ``web_results`` hold): page title, URL and the engine's snippet."""
 
     title: str
     url: str
@@ -139,7 +140,4 @@ class OutputState(TypedDict, total=False):
 
 
 class State(InputState, OutputState, total=False):
-    """Internal state: the output fields plus working values."""
-
-    k: int
-    prompt_tokens: int
+    """Internal state: the output fields (nodes keep no working values of their own)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from kbqa.corpus.chunking import clean_text
-from kbqa.corpus.loaders import Document
+from kbqa.corpus.document import Document
 
 MIN_DOCS = 3
 """A block must recur in at least this many pages of a site."""

@@ -9,32 +9,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbqa.corpus.document import Document
 from kbqa.corpus.html import decode_html, html_to_text
 from kbqa.errors import InputError
 from kbqa.text import is_blank
 
 FOLDER_SUFFIXES = (".txt", ".md", ".html", ".htm")
-
-
-@dataclass(frozen=True, slots=True)
-class Document:
-    """One knowledge-base page or passage.
-
-    Attributes:
-        doc_id: Stable id (page id, URL or relative file path).
-        title: Page title; may be empty.
-        text: Plain text of the page.
-        url: Source URL, empty when unknown.
-    """
-
-    doc_id: str
-    title: str
-    text: str
-    url: str = ""
 
 
 def load_documents(

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from kbqa.corpus.boilerplate import BoilerplateModel
-from kbqa.corpus.loaders import Document
+from kbqa.corpus.document import Document
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from kbqa.corpus.loaders import Document
+from kbqa.corpus.document import Document
 from kbqa.errors import InputError
 
 log = logging.getLogger("kbqa.corpus")

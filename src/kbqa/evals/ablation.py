@@ -23,7 +23,8 @@ import regex
 from kbqa.context import Context
 from kbqa.errors import InputError
 from kbqa.evals.datasets import Question
-from kbqa.evals.runner import SUMMARY_FILE, evaluate_questions, run_config, write_json
+from kbqa.evals.run_dir import SUMMARY_FILE, run_config, write_json
+from kbqa.evals.runner import evaluate_questions
 
 FUSION_SWEEP = (0.0, 0.25, 0.5, 0.65, 0.75, 1.0)
 """BM25 weights of the fusion sweep (dense weight = 1 - BM25 weight); 0.65 is HybridRAG-BN's."""
@@ -129,7 +130,7 @@ def run_ablations(
         questions: The sample.
         ctx: The full system's settings.
         out_dir: Parent run directory.
-        config: The parent run's identity (:func:`~kbqa.evals.runner.run_config`).
+        config: The parent run's identity (:func:`~kbqa.evals.run_dir.run_config`).
         full_summary: Summary of the full system on the same sample, when already run (its
             row is then not re-run).
         overwrite: Discard earlier ablation runs instead of resuming them.
@@ -143,12 +144,12 @@ def run_ablations(
     with llm_cache():
         from kbqa.resources import retriever_for
 
-        for name, overrides in ablations(ctx, has_dense=retriever_for(ctx).dense_ready):
+        for name, overrides in ablations(ctx, has_dense=retriever_for(ctx).mode == "hybrid"):
             if not overrides and full_summary is not None:
                 rows.append(_row(name, full_summary))
                 continue
             sub = dataclasses.replace(ctx, **overrides)
-            cfg = {**config, "context": dataclasses.asdict(sub)}
+            cfg = {**config, "context": sub.settings()}
             run = evaluate_questions(
                 questions,
                 sub,

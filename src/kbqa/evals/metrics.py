@@ -12,23 +12,19 @@ them. An unanswerable question (no gold answers) scores 1 when the system abstai
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
-import regex
+from kbqa.answers.normalize import answer_in_context, normalize_answer
 
-from kbqa.text import fold_digits, normalize_text
-
-_PUNCT = regex.compile(r"[\p{P}\p{S}]+")
-_ARTICLES = regex.compile(r"\b(a|an|the)\b")
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation plus Bangla: :func:`~kbqa.text.normalize_text` (NFC, format
-    characters out), lower, punctuation/danda out, digits to ASCII."""
-    text = fold_digits(normalize_text(text)).lower()
-    text = _PUNCT.sub(" ", text)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
+__all__ = [
+    "answer_contained",
+    "answer_in_context",
+    "exact_match",
+    "max_over_golds",
+    "normalize_answer",
+    "recall_at_k",
+    "token_f1",
+]
 
 
 def exact_match(prediction: str, gold: str) -> float:
@@ -74,12 +70,6 @@ def recall_at_k(retrieved_doc_ids: Sequence[str], gold_doc_id: str, k: int) -> f
         if len(seen) == k:
             break
     return float(gold_doc_id in seen)
-
-
-def answer_in_context(golds: Iterable[str], context: str) -> float:
-    """1.0 when some normalised gold answer occurs inside the normalised context."""
-    ctx = f" {normalize_answer(context)} "
-    return float(any(g2 and f" {g2} " in ctx for g2 in (normalize_answer(g) for g in golds)))
 
 
 def answer_contained(prediction: str, gold: str) -> float:

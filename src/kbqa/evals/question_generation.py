@@ -18,9 +18,9 @@ from typing import Any
 
 import regex
 
+from kbqa.answers.language import detect_language
+from kbqa.answers.normalize import normalize_answer
 from kbqa.context import Context
-from kbqa.evals.metrics import normalize_answer
-from kbqa.nodes.classify import detect_language
 from kbqa.prompts import PLAIN_STYLES
 from kbqa.prompts.question_generation import QG_STOP, render_question_prompt
 from kbqa.resources import chat_model_for, retriever_for
@@ -81,12 +81,14 @@ def generate_questions(
 
     Raises:
         ValueError: ``n`` <= 0.
+
+    Length: one loop that drafts, checks and counts each rejection reason in place.
     """
     from tqdm import tqdm
 
     if n <= 0:
         raise ValueError(f"n must be > 0, got {n}")
-    chunks = retriever_for(ctx).index.chunks
+    chunks = retriever_for(ctx).chunks
     model = chat_model_for(ctx)
     style = getattr(model, "prompt_style", "completion")
     candidates = [c for c in chunks if len(c.text) >= MIN_CHUNK_CHARS] or list(chunks)

@@ -1,9 +1,6 @@
-"""A Markdown report with PNG plots for one run directory.
-
-Plots: token F1 by question type, doc recall@k for k = 1..10, seconds per node (box plot),
-abstention calibration (how often it abstains when the answer was in its context, when it was not,
-and on unanswerable questions), and, when present, the ablation and model-scaling bars.
-"""
+"""A Markdown report for one run directory: the summary, what each stage did, splits by type and
+language, the ablation and model tables, the worst answers, and the plots
+(:mod:`kbqa.evals.plots`)."""
 
 from __future__ import annotations
 
@@ -12,12 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from kbqa.evals.evaluators import RECALL_KS
-from kbqa.evals.metrics import recall_at_k
-from kbqa.evals.summary import node_seconds
+from kbqa.evals.plots import PLOTS_DIR, draw_plots
 
 REPORT_FILE = "report.md"
-PLOTS_DIR = "plots"
-NODE_ORDER = ("classify", "retrieve", "generate", "check_abstention", "retry", "finalize")
 
 
 def _fmt(value: Any) -> str:
@@ -34,137 +28,6 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def recall_curve(records: list[dict[str, Any]], max_k: int = 10) -> list[float]:
-    """Doc recall@k for k = 1..``max_k`` over answerable records with a gold doc."""
-    rs = [r for r in records if r.get("answerable", True) and r.get("gold_doc_id")]
-    if not rs:
-        return []
-    return [
-        sum(recall_at_k(r["retrieved_doc_ids"], r["gold_doc_id"], k) for r in rs) / len(rs)
-        for k in range(1, max_k + 1)
-    ]
-
-
-def abstention_calibration(records: list[dict[str, Any]]) -> dict[str, tuple[int, float | None]]:
-    """Abstention rate (and count) for: answer in context, answer not in context, unanswerable."""
-    groups: dict[str, list[bool]] = {
-        "answer in context": [],
-        "answer not in context": [],
-        "unanswerable": [],
-    }
-    for r in records:
-        if not r["answerable"]:
-            groups["unanswerable"].append(r["abstained"])
-        elif r.get("scores", {}).get("answer_in_context", 0.0) >= 1.0:
-            groups["answer in context"].append(r["abstained"])
-        else:
-            groups["answer not in context"].append(r["abstained"])
-    return {k: (len(v), sum(v) / len(v) if v else None) for k, v in groups.items()}
-
-
-def _plots(
-    records: list[dict[str, Any]], summary: dict[str, Any], out: Path, extra: dict[str, Any]
-) -> list[tuple[str, str]]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out.mkdir(parents=True, exist_ok=True)
-    made: list[tuple[str, str]] = []
-
-    def save(fig: Any, name: str, title: str) -> None:
-        fig.tight_layout()
-        fig.savefig(out / name, dpi=110)
-        plt.close(fig)
-        made.append((title, f"{PLOTS_DIR}/{name}"))
-
-    by_type = summary.get("by_question_type", {})
-    if by_type:
-        fig, ax = plt.subplots(figsize=(7, 3.6))
-        names = list(by_type)
-        ax.bar(names, [by_type[n]["token_f1"] or 0 for n in names], color="#4C72B0")
-        for i, n in enumerate(names):
-            ax.text(
-                i,
-                (by_type[n]["token_f1"] or 0) + 0.01,
-                f"n={by_type[n]['n']}",
-                ha="center",
-                fontsize=8,
-            )
-        ax.set_ylabel("token F1")
-        ax.set_ylim(0, 1)
-        ax.set_title("Token F1 by question type (classifier)")
-        ax.tick_params(axis="x", rotation=30)
-        save(fig, "f1_by_type.png", "Token F1 by question type")
-
-    curve = recall_curve(records)
-    if curve:
-        fig, ax = plt.subplots(figsize=(6, 3.6))
-        ks = list(range(1, len(curve) + 1))
-        ax.plot(ks, curve, marker="o", label="doc recall@k")
-        aic = summary.get("answer_in_context")
-        if aic is not None:
-            ax.axhline(aic, color="#DD8452", ls="--", label=f"answer in LLM context ({aic:.2f})")
-        ax.set_xlabel("k (distinct documents)")
-        ax.set_ylabel("recall")
-        ax.set_ylim(0, 1.02)
-        ax.set_xticks(ks)
-        ax.legend(loc="lower right")
-        ax.set_title("Retrieval: gold document in the top k")
-        save(fig, "recall_at_k.png", "Doc recall@k")
-
-    secs = node_seconds(records)
-    if secs:
-        names = [n for n in NODE_ORDER if n in secs] + sorted(set(secs) - set(NODE_ORDER))
-        fig, ax = plt.subplots(figsize=(7, 3.6))
-        ax.boxplot([secs[n] for n in names], showfliers=True)
-        ax.set_xticks(range(1, len(names) + 1), names, rotation=20)
-        ax.set_yscale("log")
-        ax.set_ylabel("seconds (log)")
-        ax.set_title("Latency per node")
-        save(fig, "node_latency.png", "Latency per node")
-
-    cal = abstention_calibration(records)
-    if any(n for n, _ in cal.values()):
-        fig, ax = plt.subplots(figsize=(6, 3.6))
-        names = list(cal)
-        ax.bar(
-            names, [rate or 0 for _, rate in cal.values()], color=["#55A868", "#C44E52", "#8172B2"]
-        )
-        for i, (n, rate) in enumerate(cal.values()):
-            label = f"n={n}" if n else "no questions"
-            ax.text(i, (rate or 0) + 0.01, label, ha="center", fontsize=8)
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel("abstention rate")
-        ax.set_title("Abstention calibration (ideal: low, high, high)")
-        save(fig, "abstention_calibration.png", "Abstention calibration")
-
-    for key, title, fname in (
-        ("ablation", "Ablations", "ablation.png"),
-        ("models", "Model scaling", "models.png"),
-    ):
-        rows = extra.get(key)
-        if not rows:
-            continue
-        fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.4))
-        names = [r["name"].split(" (")[0] if len(r["name"]) > 28 else r["name"] for r in rows]
-        ax.barh(names, [r.get("token_f1") or 0 for r in rows], color="#4C72B0", label="token F1")
-        ax.barh(
-            names,
-            [r.get("recall@3") or 0 for r in rows],
-            color="none",
-            edgecolor="#DD8452",
-            label="recall@3",
-        )
-        ax.invert_yaxis()
-        ax.set_xlim(0, 1)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, fontsize=8)
-        ax.set_title(title)
-        save(fig, fname, title)
-    return made
 
 
 def summary_rows(summary: dict[str, Any]) -> list[list[Any]]:
@@ -269,6 +132,29 @@ def write_report(
         p = d / f"{key}.json"
         if p.is_file():
             extra[key] = json.loads(p.read_text(encoding="utf-8"))
+    parts = [
+        *_head(summary, title),
+        *_stages(summary),
+        *_splits(summary),
+        *_comparisons(extra),
+        *_failures(records),
+    ]
+    if plots:
+        try:
+            made = draw_plots(records, summary, d / PLOTS_DIR, extra)
+        except ImportError:
+            made = []
+            parts += ["(plots skipped: matplotlib is not installed)", ""]
+        if made:
+            parts += ["## Plots", ""]
+            parts += [f"### {t}\n\n![{t}]({p})\n" for t, p in made]
+    path = d / REPORT_FILE
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
+
+
+def _head(summary: dict[str, Any], title: str) -> list[str]:
+    """Title, model and index, a partial run's notice, the summary table, harness overhead."""
     parts = [f"# {title}", ""]
     meta = [
         f"{label} `{summary[key]}`"
@@ -294,26 +180,38 @@ def write_report(
             + (f"{ratio * 100:+.1f}%." if ratio is not None else "n/a."),
             "",
         ]
+    return parts
+
+
+def _stages(summary: dict[str, Any]) -> list[str]:
+    """Which stage produced the answer, what each later stage changed, seconds per node."""
+    parts: list[str] = []
     if summary.get("answered_by"):
-        parts += ["## Which stage produced the answer", ""]
+        rows = [[k, v] for k, v in summary.get("answered_by", {}).items()]
         parts += [
-            markdown_table(
-                ["stage", "answers"], [[k, v] for k, v in summary.get("answered_by", {}).items()]
-            ),
+            "## Which stage produced the answer",
+            "",
+            markdown_table(["stage", "answers"], rows),
             "",
         ]
     changes = summary.get("stage_changes", {})
     if changes:
-        parts += [
-            markdown_table(
-                ["later stage", "ran", "changed answer", "F1 up", "F1 down", "F1 same"],
-                [
-                    [st, c["seen"], c["changed"], c["raised"], c["lowered"], c["same_f1"]]
-                    for st, c in changes.items()
-                ],
-            ),
-            "",
+        cols = ["later stage", "ran", "changed answer", "F1 up", "F1 down", "F1 same"]
+        rows = [
+            [st, c["seen"], c["changed"], c["raised"], c["lowered"], c["same_f1"]]
+            for st, c in changes.items()
         ]
+        parts += [markdown_table(cols, rows), ""]
+    node_med = summary.get("node_seconds_median", {})
+    if node_med:
+        rows = [[k, v] for k, v in node_med.items()]
+        parts += ["## Median seconds per node", "", markdown_table(["node", "median s"], rows), ""]
+    return parts
+
+
+def _splits(summary: dict[str, Any]) -> list[str]:
+    """EM and F1 by question type, dataset type, answerability and language."""
+    parts: list[str] = []
     for key, name in (
         ("by_question_type", "question type (classifier)"),
         ("by_dataset_qtype", "dataset qtype"),
@@ -322,52 +220,49 @@ def write_report(
     ):
         split = summary.get(key, {})
         if split and list(split) != ["None"]:
-            parts += [
-                f"## By {name}",
-                "",
-                markdown_table(
-                    [name, "n", "EM", "F1"],
-                    [[k, v["n"], v["exact_match"], v["token_f1"]] for k, v in split.items()],
-                ),
-                "",
-            ]
-    node_med = summary.get("node_seconds_median", {})
-    if node_med:
-        parts += [
-            "## Median seconds per node",
-            "",
-            markdown_table(["node", "median s"], [[k, v] for k, v in node_med.items()]),
-            "",
-        ]
+            rows = [[k, v["n"], v["exact_match"], v["token_f1"]] for k, v in split.items()]
+            parts += [f"## By {name}", "", markdown_table([name, "n", "EM", "F1"], rows), ""]
+    return parts
+
+
+COMPARISON_COLUMNS = [
+    "name", "token_f1", "exact_match", "recall@1", "recall@3", "answer_in_context",
+    "abstention_rate_answerable", "abstention_rate_unanswerable",
+]  # fmt: skip
+
+
+def _comparisons(extra: dict[str, Any]) -> list[str]:
+    """The ablation and model-scaling tables."""
+    parts: list[str] = []
     for key, heading in (("ablation", "Ablations"), ("models", "Model scaling")):
         rows = extra.get(key)
-        if rows:
-            cols = [
-                "name",
-                "token_f1",
-                "exact_match",
-                "recall@1",
-                "recall@3",
-                "answer_in_context",
-                "abstention_rate_answerable",
-                "abstention_rate_unanswerable",
-            ]
-            if key == "models":
-                cols += ["seconds_per_question_median", "peak_rss_mib"]
-            else:
-                parts += [
-                    "Seconds per question are left out: generations are memoised by prompt "
-                    "across ablations.",
-                    "",
-                ]
+        if not rows:
+            continue
+        cols = list(COMPARISON_COLUMNS)
+        if key == "models":
+            cols += ["seconds_per_question_median", "peak_rss_mib"]
+        else:
             parts += [
-                f"## {heading}",
-                "",
-                markdown_table(cols, [[r.get(c) for c in cols] for r in rows]),
+                "Seconds per question are left out: generations are memoised by prompt "
+                "across ablations.",
                 "",
             ]
+        parts += [
+            f"## {heading}",
+            "",
+            markdown_table(cols, [[r.get(c) for c in cols] for r in rows]),
+            "",
+        ]
+    return parts
+
+
+def _failures(records: list[dict[str, Any]]) -> list[str]:
+    """The worst-scored answerable questions and the unanswerable ones answered."""
+    parts: list[str] = []
     worst = worst_answers(records)
     if worst:
+        cols = ["question", "gold", "answer", "F1", "gold answer read", "gold document read",
+                "answered by"]  # fmt: skip
         parts += [
             "## Worst answers",
             "",
@@ -375,18 +270,7 @@ def write_report(
             "answer, and the gold document, were in the context the reader read (retrieval) or "
             "not (then reading failed).",
             "",
-            markdown_table(
-                [
-                    "question",
-                    "gold",
-                    "answer",
-                    "F1",
-                    "gold answer read",
-                    "gold document read",
-                    "answered by",
-                ],
-                worst,
-            ),
+            markdown_table(cols, worst),
             "",
         ]
     wrong = answered_unanswerable(records)
@@ -397,15 +281,4 @@ def write_report(
             markdown_table(["question", "answer", "answered by"], wrong),
             "",
         ]
-    if plots:
-        try:
-            made = _plots(records, summary, d / PLOTS_DIR, extra)
-        except ImportError:
-            made = []
-            parts += ["(plots skipped: matplotlib is not installed)", ""]
-        if made:
-            parts += ["## Plots", ""]
-            parts += [f"### {t}\n\n![{t}]({p})\n" for t, p in made]
-    path = d / REPORT_FILE
-    path.write_text("\n".join(parts), encoding="utf-8")
-    return path
+    return parts

@@ -1,12 +1,5 @@
-"""Run the graph over questions with :func:`langsmith.evaluate`, resumably.
-
-A run directory holds::
-
-    config.json     what was run (question file hash, sample, seed, Context); a re-run with the
-                    same settings resumes, other settings are refused
-    records.jsonl   one record per finished question, appended as each finishes
-    summary.json    aggregate figures (see :mod:`kbqa.evals.summary`)
-    report.md       tables and plots (see :mod:`kbqa.evals.report`)
+"""Run the graph over questions with :func:`langsmith.evaluate`, resumably, into a run directory
+(:mod:`kbqa.evals.run_dir`).
 
 Without ``LANGSMITH_API_KEY`` the evaluation runs locally (``upload_results=False``) through a
 client that is told the server's capabilities up front, so no socket is opened. With a key and
@@ -19,30 +12,32 @@ import contextlib
 import io
 import json
 import logging
-import os
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
-from kbqa import __version__
 from kbqa.context import Context
 from kbqa.errors import InputError, KBQAError
 from kbqa.evals.datasets import Question, example_id, push_dataset, to_examples
 from kbqa.evals.evaluators import RECALL_KS, default_evaluators, route_stages, score_all
+from kbqa.evals.run_dir import (
+    RECORDS_FILE,
+    SUMMARY_FILE,
+    EvalRun,
+    prepare_run_dir,
+    run_config,
+    write_json,
+)
 from kbqa.evals.summary import summarize
 from kbqa.evals.tracing import langsmith_client, upload_enabled
 from kbqa.resources import chat_model_for, retriever_for, verifier_for
 from kbqa.retrieval.index import peak_rss_mib
+from kbqa.version import __version__
 
 log = logging.getLogger("kbqa.evals")
-
-CONFIG_FILE = "config.json"
-RECORDS_FILE = "records.jsonl"
-SUMMARY_FILE = "summary.json"
-RUN_FIELDS = ("model", "index_dir", "peak_rss_mib", "harness")
-"""Summary fields measured during a run rather than derived from its records."""
 
 
 def run_question(question: str, ctx: Context) -> dict[str, Any]:
@@ -67,7 +62,7 @@ def run_question(question: str, ctx: Context) -> dict[str, Any]:
         out = {"answer": "", "abstained": False, "route": [], "error": str(exc)}
     out["graph_seconds"] = time.perf_counter() - t0
     retriever = retriever_for(ctx)
-    chunks = retriever.index.chunks
+    chunks = retriever.chunks
     hits = retriever.retrieve(
         question,
         max(RECALL_KS),
@@ -134,191 +129,6 @@ def make_record(
     return rec
 
 
-@dataclass
-class EvalRun:
-    """Records (in question order) and the summary of one run directory."""
-
-    out_dir: Path
-    records: list[dict[str, Any]] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
-
-
-def run_config(
-    questions_path: str | Path | None,
-    questions_sha256: str | None,
-    ctx: Context,
-    *,
-    sample: int | None = None,
-    limit: int | None = None,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """What identifies a run: a re-run resumes only when this is unchanged.
-
-    Besides the settings it holds the index's identity (creation time, chunk count and source
-    hash from its manifest), so records of an index rebuilt in place are not mixed with new ones.
-    """
-    return {
-        "questions": None if questions_path is None else str(Path(questions_path).resolve()),
-        "questions_sha256": questions_sha256,
-        "sample": sample,
-        "limit": limit,
-        "seed": seed,
-        "context": asdict(ctx),
-        "index": index_identity(ctx.index_dir),
-    }
-
-
-def index_identity(index_dir: str | Path) -> dict[str, Any] | None:
-    """``created``, ``chunks``, ``embedder``, ``source_sha256`` and ``strategy`` of the index a
-    run searches (for a ``--strategy both`` directory, its default sub-index), or None when it
-    has no readable manifest."""
-    path = Path(index_dir)
-    try:
-        manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-        if isinstance(manifest, dict) and isinstance(manifest.get("indexes"), dict):
-            sub = path / str(manifest.get("default") or next(iter(manifest["indexes"])))
-            manifest = json.loads((sub / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, StopIteration):
-        return None
-    if not isinstance(manifest, dict):
-        return None
-    identity = {k: manifest.get(k) for k in ("created", "chunks", "embedder", "source_sha256")}
-    chunking = manifest.get("chunking")
-    identity["strategy"] = chunking.get("strategy") if isinstance(chunking, dict) else None
-    return identity
-
-
-def prepare_run_dir(
-    out_dir: str | Path, config: dict[str, Any], *, overwrite: bool = False
-) -> dict[str, dict[str, Any]]:
-    """Create ``out_dir`` or check it can be resumed; return the records already finished.
-
-    A torn last line of ``records.jsonl`` (a run killed mid-write) is cut off.
-
-    Raises:
-        InputError: ``out_dir`` is a file or not writable, or it holds a run with other settings
-            (the message names them) and ``overwrite`` is false.
-    """
-    d = Path(out_dir)
-    if d.exists() and not d.is_dir():
-        raise InputError(f"cannot write the run to {d}: it is a file")
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create {d}: {exc.strerror or exc}") from None
-    if not os.access(d, os.W_OK):
-        raise InputError(f"cannot write the run to {d}: folder is not writable")
-    cfg_path, rec_path = d / CONFIG_FILE, d / RECORDS_FILE
-    for p in (cfg_path, rec_path):
-        if p.exists() and not p.is_file():
-            raise InputError(f"{p} is not a file; use another --out")
-    if overwrite:
-        for name in (CONFIG_FILE, RECORDS_FILE, SUMMARY_FILE):
-            (d / name).unlink(missing_ok=True)
-    if cfg_path.exists():
-        try:
-            old = _read_json(cfg_path)
-        except InputError as exc:
-            raise InputError(f"{exc}; use --overwrite") from None
-        # the file's content (sha256) identifies the questions, not where it lies
-        ignored = ("kbqa_version", "questions")
-        old_cfg = {k: v for k, v in old.items() if k not in ignored}
-        new_cfg = {k: v for k, v in config.items() if k not in ignored}
-        if old_cfg != new_cfg:
-            diff = _diff(old_cfg, new_cfg)
-            raise InputError(
-                f"{d} holds a run with other settings ({diff}); use another --out or --overwrite"
-            )
-    else:
-        if rec_path.is_file() and rec_path.stat().st_size > 0:
-            raise InputError(
-                f"{d} holds records but no {CONFIG_FILE}, so their settings are unknown; "
-                "use another --out or --overwrite"
-            )
-        cfg_path.write_text(
-            json.dumps({**config, "kbqa_version": __version__}, ensure_ascii=False, indent=1),
-            encoding="utf-8",
-        )
-    return _read_records(rec_path)
-
-
-def _diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> str:
-    parts = []
-    for k in sorted(set(old) | set(new)):
-        a, b = old.get(k), new.get(k)
-        if isinstance(a, dict) and isinstance(b, dict):
-            sub = _diff(a, b, f"{prefix}{k}.")
-            if sub:
-                parts.append(sub)
-        elif a != b:
-            parts.append(f"{prefix}{k}: {a!r} then, {b!r} now")
-    return "; ".join(parts)
-
-
-_RECORD_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "qid": str,
-    "answerable": bool,
-    "abstained": bool,
-    "answer": str,
-    "gold": list,
-    "route": list,
-    "stage_answers": list,
-    "retrieved_doc_ids": list,
-    "scores": dict,
-    "seconds": (int, float),
-    "timings": list,
-}
-
-
-def _record_problem(rec: Any) -> str | None:
-    """Why ``rec`` is not a record written by :func:`make_record`, or None."""
-    if not isinstance(rec, dict):
-        return f"a JSON {type(rec).__name__}, not an object"
-    for key, kind in _RECORD_FIELDS.items():
-        if not isinstance(rec.get(key), kind):
-            return f"field {key!r} missing or of the wrong type"
-    return None
-
-
-def _read_records(path: Path, *, repair: bool = True) -> dict[str, dict[str, Any]]:
-    """Finished records by ``qid``.
-
-    A torn last line (no newline, or not JSON: a run killed mid-write) is ignored, and cut off
-    when ``repair``. Anything else that is not a record is an error, and the file is left as is.
-
-    Raises:
-        InputError: A line other than the last is not a JSON record with a ``qid``.
-    """
-    done: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return done
-    data = path.read_bytes()
-    lines = data.splitlines(keepends=True)
-    good = 0
-    for lineno, line in enumerate(lines, start=1):
-        last = lineno == len(lines)
-        try:
-            rec = json.loads(line) if line.endswith(b"\n") else None
-        except ValueError:
-            rec = None
-        problem = "not JSON" if rec is None else _record_problem(rec)
-        if problem:
-            if last and rec is None:
-                break
-            raise InputError(
-                f"{path}:{lineno} is not a kbqa record ({problem}); remove that line or start "
-                "over with --overwrite"
-            )
-        assert isinstance(rec, dict)
-        done[rec["qid"]] = rec
-        good += len(line)
-    if good < len(data) and repair:
-        log.warning("%s: dropping a torn last record (%d bytes)", path, len(data) - good)
-        with path.open("r+b") as fh:
-            fh.truncate(good)
-    return done
-
-
 def evaluate_questions(
     questions: list[Question],
     ctx: Context,
@@ -352,8 +162,6 @@ def evaluate_questions(
     Raises:
         InputError: See :func:`prepare_run_dir`; ``max_concurrency`` < 1.
     """
-    from langsmith import evaluate, tracing_context
-
     if max_concurrency < 1:
         raise InputError(f"max_concurrency must be >= 1, got {max_concurrency}")
     d = Path(out_dir)
@@ -374,60 +182,91 @@ def evaluate_questions(
         )  # fmt: skip
     if todo:
         upload = upload_enabled() if upload is None else upload
-        client = langsmith_client(upload)
-        if upload:
-            examples = push_dataset(dataset_name or d.name, todo, client)
-        else:
-            examples = to_examples(todo)
-
-        def target(inputs: dict[str, Any]) -> dict[str, Any]:
-            if upload:  # the graph's node runs become children of the experiment's runs
-                return run_question(inputs["question"], ctx)
-            with tracing_context(enabled=False):  # local run: trace nothing, send nothing
-                return run_question(inputs["question"], ctx)
-
         t0 = time.perf_counter()
-        # a local run has no experiment to link to: hide langsmith's "Starting evaluation of
-        # experiment: <random name>" line
-        quiet = contextlib.nullcontext() if upload else contextlib.redirect_stdout(io.StringIO())
-        with warnings.catch_warnings(), quiet:
-            warnings.filterwarnings("ignore", message="'upload_runs' parameter is in beta")
-            results = evaluate(
-                target,
-                data=examples,
-                evaluators=default_evaluators(**route_stages(ctx)),
-                client=client,
-                upload_results=upload,
-                max_concurrency=max_concurrency,
-                blocking=False,
-                experiment_prefix=experiment_prefix,
-                metadata={
-                    "model": ctx.model,
-                    "index_dir": ctx.index_dir,
-                    "kbqa_version": __version__,
-                },
-            )
         ran = 0
         finished = False
-        try:
-            with (d / RECORDS_FILE).open("a", encoding="utf-8") as fh:
-                for row in _progress(results, len(todo), progress):
-                    q = by_example[row["example"].id]
-                    run = row["run"]
-                    rec = make_record(q, run.outputs, run.error, ctx)
-                    graph_s += rec["seconds"]
-                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-                    fh.flush()
-                    done[q.qid] = rec
-                    ran += 1
-            finished = True
-        finally:
-            if not finished:  # interrupted: keep this session's timing for the resumed run
-                wall = time.perf_counter() - t0
-                _write_summary(d, questions, done, ctx, ran, wall, graph_s, partial=True)
+        with _one_progress_bar():
+            results = _start(todo, ctx, d, upload, dataset_name, experiment_prefix,
+                             max_concurrency)  # fmt: skip
+            try:
+                with (d / RECORDS_FILE).open("a", encoding="utf-8") as fh:
+                    for row in _progress(results, len(todo), progress):
+                        q = by_example[row["example"].id]
+                        run = row["run"]
+                        rec = make_record(q, run.outputs, run.error, ctx)
+                        graph_s += rec["seconds"]
+                        fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                        fh.flush()
+                        done[q.qid] = rec
+                        ran += 1
+                finished = True
+            finally:
+                if not finished:  # interrupted: keep this session's timing for the resumed run
+                    wall = time.perf_counter() - t0
+                    _write_summary(d, questions, done, ctx, ran, wall, graph_s, partial=True)
         wall = time.perf_counter() - t0
     records, summary = _write_summary(d, questions, done, ctx, len(todo), wall, graph_s)
     return EvalRun(d, records, summary)
+
+
+def _start(
+    todo: list[Question],
+    ctx: Context,
+    d: Path,
+    upload: bool,
+    dataset_name: str | None,
+    experiment_prefix: str,
+    max_concurrency: int,
+) -> Any:
+    """Start :func:`langsmith.evaluate` on ``todo`` (not blocking); its results stream in as the
+    questions finish."""
+    from langsmith import evaluate, tracing_context
+
+    client = langsmith_client(upload)
+    examples = push_dataset(dataset_name or d.name, todo, client) if upload else to_examples(todo)
+
+    def target(inputs: dict[str, Any]) -> dict[str, Any]:
+        if upload:  # the graph's node runs become children of the experiment's runs
+            return run_question(inputs["question"], ctx)
+        with tracing_context(enabled=False):  # local run: trace nothing, send nothing
+            return run_question(inputs["question"], ctx)
+
+    # a local run has no experiment to link to: hide langsmith's "Starting evaluation of
+    # experiment: <random name>" line
+    quiet = contextlib.nullcontext() if upload else contextlib.redirect_stdout(io.StringIO())
+    with warnings.catch_warnings(), quiet:
+        warnings.filterwarnings("ignore", message="'upload_runs' parameter is in beta")
+        return evaluate(
+            target,
+            data=examples,
+            evaluators=default_evaluators(**route_stages(ctx)),
+            client=client,
+            upload_results=upload,
+            max_concurrency=max_concurrency,
+            blocking=False,
+            experiment_prefix=experiment_prefix,
+            metadata={"model": ctx.model, "index_dir": ctx.index_dir, "kbqa_version": __version__},
+        )
+
+
+@contextlib.contextmanager
+def _one_progress_bar() -> Iterator[None]:
+    """Keep langsmith's own progress bar off the terminal while kbqa's is shown.
+
+    ``langsmith.evaluate`` draws a bar of its own over the same results (from its private
+    ``_runner._load_tqdm``, read when its worker thread starts), and the two interleave on one
+    line. kbqa's bar knows the total; langsmith's is replaced by a pass-through for the run.
+    """
+    try:
+        from langsmith.evaluation import _runner
+    except ImportError:  # another langsmith layout: both bars show, nothing breaks
+        yield
+        return
+    if not hasattr(_runner, "_load_tqdm"):
+        yield
+        return
+    with mock.patch.object(_runner, "_load_tqdm", lambda: lambda items: items):
+        yield
 
 
 def _write_summary(
@@ -489,63 +328,3 @@ def _progress(results: Any, total: int, enabled: bool) -> Any:
     from tqdm import tqdm
 
     return tqdm(results, total=total, desc="eval", unit="q", disable=not enabled)
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Write JSON atomically (temp file, then rename)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def load_run(out_dir: str | Path) -> EvalRun:
-    """Read a finished (or partial) run directory; the summary is recomputed from its records.
-
-    Raises:
-        InputError: No ``records.jsonl`` in ``out_dir``.
-    """
-    d = Path(out_dir)
-    if not (d / RECORDS_FILE).is_file():
-        raise InputError(f"{d} is not an eval run directory (no {RECORDS_FILE})")
-    records = list(_read_records(d / RECORDS_FILE, repair=False).values())
-    summary = summarize(records)  # recomputed, so a newer kbqa re-reads old records
-    stored = _read_json(d / SUMMARY_FILE)
-    if stored:
-        summary.update({k: v for k, v in stored.items() if k in RUN_FIELDS and _valid_field(k, v)})
-        if stored.get("partial") is True:
-            summary["partial"] = True
-    else:  # interrupted before any summary was written
-        context = _read_json(d / CONFIG_FILE).get("context", {})
-        summary.update(model=context.get("model"), index_dir=context.get("index_dir"))
-        summary["partial"] = True
-    return EvalRun(d, records, summary)
-
-
-def _valid_field(key: str, value: Any) -> bool:
-    if key == "harness":
-        return isinstance(value, dict) and all(
-            isinstance(value.get(k), (int, float)) for k in ("wall_seconds", "graph_seconds")
-        )
-    if key == "peak_rss_mib":
-        return isinstance(value, (int, float))
-    return isinstance(value, str)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    """A JSON object from ``path``; {} when missing.
-
-    Raises:
-        InputError: The file exists but is not a JSON object.
-    """
-    if not path.is_file():
-        return {}
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path} is unreadable: {exc}") from None
-    if not isinstance(obj, dict):
-        raise InputError(f"{path} is not a JSON object")
-    return obj

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbqa.errors import ModelError
-from kbqa.llm.models import cache_dir, file_sha256, resolve_model
+from kbqa.llm.cache import file_sha256
+from kbqa.llm.models import cache_dir, resolve_model
 from kbqa.prompts.budget import count_prompt_tokens
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """Reader training examples, rendered exactly as the generate node renders its prompts.
 
 For each training question the builder retrieves from an index of the training knowledge base
-with the serving retriever (:func:`kbqa.nodes.retrieve.retrieve_records`: hybrid fusion, previous
-chunk padding, ``k`` hits), turns the hits into passages (:func:`kbqa.nodes.generate.
+with the serving retriever (:func:`kbqa.nodes.common.retrieve_records`: hybrid fusion, previous
+chunk padding, ``k`` hits), turns the hits into passages (:func:`kbqa.nodes.common.
 chunk_passages`) and fits them into the serving token budget (:func:`kbqa.prompts.budget.
 fit_prompt` with :func:`~kbqa.prompts.budget.prompt_budget`) in the ``tuned`` prompt style. So
 the gold chunk is wherever retrieval put it, with the distractors retrieval found.
@@ -23,6 +23,9 @@ Kinds of example (``ReaderExample.kind``):
 Questions are split 80/20 by document (``val_fraction``, ``seed``): no validation question is
 trained on. The retrieval index holds the whole training knowledge base, so a validation
 document can appear as a distractor in a training prompt, as any page of a knowledge base can.
+
+Length: most of it is one class, :class:`ExampleBuilder` (span, abstention and yes/no examples over
+one retriever); the yes/no rules are in :mod:`kbqa.finetune.yesno`.
 """
 
 from __future__ import annotations
@@ -36,15 +39,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbqa.answers.language import detect_language, question_type
+from kbqa.answers.normalize import answer_in_context
 from kbqa.context import Context
 from kbqa.corpus.loaders import read_jsonl_objects
 from kbqa.errors import InputError
 from kbqa.evals.datasets import Question, load_questions
-from kbqa.evals.metrics import answer_in_context
 from kbqa.finetune.yesno import SENTENCE_END, TRAILING, same_kind, yes_no_question
-from kbqa.nodes.classify import detect_language, question_type
-from kbqa.nodes.generate import chunk_passages
-from kbqa.nodes.retrieve import retrieve_records
+from kbqa.nodes.common import chunk_passages, retrieve_records
 from kbqa.prompts import ABSTENTION_PHRASE, CONTEXT_MARKER, Passage
 from kbqa.prompts.answer import prompt_text
 from kbqa.prompts.budget import TokenCounter, fit_prompt, prompt_budget
@@ -199,7 +201,7 @@ class ExampleBuilder:
         self.ctx = ctx
         self.counter = counter
         self.rng = random.Random(seed)
-        self.chunks = retriever_for(ctx).index.chunks
+        self.chunks = retriever_for(ctx).chunks
         self.budget = prompt_budget(ctx.n_ctx, ctx.max_answer_tokens)
         self._by_doc: dict[str, list[int]] = {}
         for cid, chunk in enumerate(self.chunks):

@@ -1,7 +1,7 @@
 """Score a reader on rendered examples through llama.cpp: what is served is what is measured.
 
 Each example's prompt is sent as it is (the same text the generate node would send); the reply
-is judged by the serving abstention check (:func:`kbqa.nodes.check_abstention.judge`) and
+is judged by the serving abstention check (:func:`kbqa.answers.abstention.judge`) and
 scored with SQuAD token F1 / exact match against the example's gold answers (an ``abstain``
 example scores 1 exactly when the reader abstained).
 """
@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbqa.answers.abstention import judge
 from kbqa.context import Context
 from kbqa.evals.metrics import exact_match, max_over_golds, token_f1
 from kbqa.finetune.data import ReaderExample
-from kbqa.nodes.check_abstention import judge
 from kbqa.prompts import ANSWER_STOP
 
 
@@ -85,7 +85,9 @@ def score_reader(
             [HumanMessage(ex.prompt)], stop=ANSWER_STOP, max_tokens=max_tokens, **extra
         )
         times.append(time.perf_counter() - started)
-        answer, abstained = judge(str(reply.content), ctx, ex.question)
+        answer, abstained = judge(
+            str(reply.content), ex.question, ctx.abstention_phrase, ctx.max_answer_chars
+        )
         f1 = max_over_golds(token_f1, answer, ex.answers, abstained=abstained)
         em = max_over_golds(exact_match, answer, ex.answers, abstained=abstained)
         rows.setdefault(ex.kind, []).append((f1, em, abstained))
@@ -226,7 +228,9 @@ def abstention_curve(
             abstention_phrase=ctx.abstention_phrase,
         )
         p = reply.response_metadata.get("abstention_probability") or 0.0
-        answer, abstained = judge(str(reply.content), ctx, ex.question)
+        answer, abstained = judge(
+            str(reply.content), ex.question, ctx.abstention_phrase, ctx.max_answer_chars
+        )
         rows.append((ex, p, answer, abstained))
     out: list[CurvePoint] = []
     if not rows:  # no validation examples (--val-examples 0)

@@ -11,6 +11,8 @@ second, for comparison):
 - a **merged GGUF**: the base with ``W + (alpha / r) B A`` folded into each adapted weight.
 
 Parity between transformers and llama.cpp is checked in :mod:`kbqa.finetune.parity`.
+
+Length: the LoRA GGUF, the merged GGUF and their checks share the tensor-name mapping.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ import numpy as np
 
 from kbqa.errors import InputError
 from kbqa.finetune.data import PROMPT_STYLE
+from kbqa.llm.cache import file_sha256
 from kbqa.llm.lora import ADAPTER_FILE, KV_BASE_SHA256, KV_PROMPT_STYLE, MANIFEST_FILE
-from kbqa.llm.models import MODELS, file_sha256, resolve_model
+from kbqa.llm.models import MODELS, resolve_model
 
 if TYPE_CHECKING:
     import torch

@@ -8,6 +8,8 @@ Output directory::
     OUT/checkpoints/      transformers checkpoints (--resume continues from the last)
     OUT/adapter/          adapter.gguf + manifest.json: what `--reader-adapter OUT/adapter` serves
     OUT/loss.png          the loss curve
+
+Length: it is the pipeline of ``kbqa finetune reader`` end to end, including the manifest it writes.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from kbqa.finetune.data import (
     split_by_document,
     write_examples,
 )
-from kbqa.llm.models import MODELS, file_sha256, resolve_model
+from kbqa.finetune.train import last_checkpoint
+from kbqa.llm.cache import file_sha256
+from kbqa.llm.models import MODELS, resolve_model
 from kbqa.retrieval.index import is_index_dir, source_sha256
 
 log = logging.getLogger("kbqa.finetune")
@@ -100,14 +104,6 @@ def check_inputs(cfg: ReaderConfig) -> None:
     resolve_model(cfg.base_model)
 
 
-def last_checkpoint(out: Path) -> Path | None:
-    """The checkpoint with the highest step in ``out/checkpoints`` (``checkpoint-N``), if any;
-    other names there are ignored."""
-    found = [p for p in (out / "checkpoints").glob("checkpoint-*")
-             if p.is_dir() and p.name.split("-", 1)[1].isdigit()]  # fmt: skip
-    return max(found, key=lambda p: int(p.name.split("-", 1)[1])) if found else None
-
-
 def ensure_index(cfg: ReaderConfig, out: Path) -> Path:
     """The training KB's index: ``cfg.index``, or one built into ``out/index`` (again when the
     KB's contents or the embedder changed since)."""
@@ -141,7 +137,11 @@ def prepare_examples(
     cfg: ReaderConfig, out: Path, tokenizer: Any, index_dir: Path
 ) -> tuple[list[ReaderExample], dict[str, Any]]:
     """Build the examples, or reuse ``out/examples.jsonl`` when the data settings are the
-    same."""
+    same.
+
+    Length: the cache check (reuse examples built with the same settings) and the build share their
+    settings record.
+    """
     from kbqa.finetune.base import TokenizerCounter
 
     meta_path, path = out / "data.json", out / "examples.jsonl"
@@ -235,9 +235,6 @@ def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[s
         ValueError: No usable example.
         KeyboardInterrupt: Ctrl-C during training, after the checkpoint is saved.
     """
-    import peft
-    import torch
-    import transformers
     from peft import get_peft_model_state_dict
 
     from kbqa.finetune.base import load_base
@@ -250,7 +247,6 @@ def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[s
     )
     from kbqa.finetune.export import write_adapter
     from kbqa.finetune.train import lora_model, plot_loss, train_reader
-    from kbqa.retrieval.index import peak_rss_mib
 
     check_inputs(cfg)
     out = Path(cfg.out)
@@ -283,58 +279,11 @@ def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[s
         reader = load_reader(base_path, adapter, n_ctx=cfg.n_ctx, n_threads=cfg.threads or None)
         scores = score_reader(reader, val)
         serving = choose_threshold(scores.f1, abstention_curve(reader, val, THRESHOLDS))
-        manifest = {
-            "name": adapter_dir.parent.name,
-            "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "kbqa_version": _version(),
-            "base_model": cfg.base_model,
-            "base_gguf": base_path.name,
-            "base_sha256": base_sha,
-            "prompt_style": PROMPT_STYLE,
-            "adapter_sha256": file_sha256(adapter),
-            "adapter_bytes": adapter.stat().st_size,
-            "lora": {
-                "r": cfg.lora_r,
-                "alpha": cfg.lora_alpha,
-                "dropout": cfg.lora_dropout,
-                "targets": list(LORA_TARGETS),
-            },
-            "training_data": {
-                "train": {"file": Path(cfg.train).name, "sha256": file_sha256(Path(cfg.train))},
-                "kb": {"file": Path(cfg.kb).name, "sha256": file_sha256(Path(cfg.kb))},
-                "terms": DATA_TERMS,
-            },
-            "command": command,
-            "seed": cfg.seed,
-            "config": cfg.to_dict(),
-            "examples": {k: v for k, v in data_meta.items() if k != "settings"},
-            "training": {
-                "steps": result.steps,
-                "examples_seen": result.examples_seen,
-                "train_seconds": round(result.train_seconds, 1),
-                "seconds_per_step": round(result.seconds_per_step, 2),
-                "stopped_by_budget": result.stopped_by_budget,
-                "eval_loss": result.eval_loss,
-                "final_train_loss": next(
-                    (
-                        h.get("loss", h.get("train_loss"))
-                        for h in reversed(result.log_history)
-                        if "loss" in h or "train_loss" in h
-                    ),
-                    None,
-                ),
-                "peak_rss_mib": round(peak_rss_mib()),
-            },
-            "validation": scores.to_dict(),
-            "serving": serving,
-            "versions": {
-                "torch": torch.__version__,
-                "transformers": transformers.__version__,
-                "peft": peft.__version__,
-            },
-        }
-        built.update(manifest)
-        return manifest
+        built.update(
+            adapter_manifest(cfg, out.name, base_path, base_sha, adapter, command, data_meta,
+                             result, validation=scores.to_dict(), serving=serving)
+        )  # fmt: skip
+        return built
 
     write_adapter(
         get_peft_model_state_dict(peft_model),
@@ -348,10 +297,74 @@ def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[s
     return built
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+def adapter_manifest(
+    cfg: ReaderConfig,
+    name: str,
+    base_path: Path,
+    base_sha: str,
+    adapter: Path,
+    command: str,
+    data_meta: dict[str, Any],
+    result: Any,
+    *,
+    validation: dict[str, Any],
+    serving: dict[str, Any],
+) -> dict[str, Any]:
+    """What the adapter's ``manifest.json`` records: the base it needs, the training data's
+    sha256 and terms, the command, the seed, every setting, the example counts, the training
+    figures, the validation figures, the serving choice and the library versions."""
+    import peft
+    import torch
+    import transformers
 
-    try:
-        return version("kbqa")
-    except PackageNotFoundError:
-        return "unknown"
+    from kbqa.retrieval.index import peak_rss_mib
+    from kbqa.version import __version__
+
+    last_loss = next(
+        (h.get("loss", h.get("train_loss")) for h in reversed(result.log_history)
+         if "loss" in h or "train_loss" in h),
+        None,
+    )  # fmt: skip
+    return {
+        "name": name,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "kbqa_version": __version__,
+        "base_model": cfg.base_model,
+        "base_gguf": base_path.name,
+        "base_sha256": base_sha,
+        "prompt_style": PROMPT_STYLE,
+        "adapter_sha256": file_sha256(adapter),
+        "adapter_bytes": adapter.stat().st_size,
+        "lora": {
+            "r": cfg.lora_r,
+            "alpha": cfg.lora_alpha,
+            "dropout": cfg.lora_dropout,
+            "targets": list(LORA_TARGETS),
+        },
+        "training_data": {
+            "train": {"file": Path(cfg.train).name, "sha256": file_sha256(Path(cfg.train))},
+            "kb": {"file": Path(cfg.kb).name, "sha256": file_sha256(Path(cfg.kb))},
+            "terms": DATA_TERMS,
+        },
+        "command": command,
+        "seed": cfg.seed,
+        "config": cfg.to_dict(),
+        "examples": {k: v for k, v in data_meta.items() if k != "settings"},
+        "training": {
+            "steps": result.steps,
+            "examples_seen": result.examples_seen,
+            "train_seconds": round(result.train_seconds, 1),
+            "seconds_per_step": round(result.seconds_per_step, 2),
+            "stopped_by_budget": result.stopped_by_budget,
+            "eval_loss": result.eval_loss,
+            "final_train_loss": last_loss,
+            "peak_rss_mib": round(peak_rss_mib()),
+        },
+        "validation": validation,
+        "serving": serving,
+        "versions": {
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "peft": peft.__version__,
+        },
+    }

@@ -9,6 +9,8 @@
 - **Checkpoints** every ``save_minutes`` and on Ctrl-C (the first Ctrl-C finishes the step, saves
   and stops; ``--resume`` continues from the last checkpoint with the optimizer state).
 - **Progress**: a bar with the loss and the time left (budget or steps, whichever ends first).
+
+Length: the loss, the collator, the trainer classes and the loop are one training recipe.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from kbqa.finetune.config import LORA_TARGETS, ReaderConfig
 from kbqa.finetune.data import ReaderExample
-from kbqa.finetune.reader import last_checkpoint
 
 if TYPE_CHECKING:
     import torch
@@ -37,6 +38,14 @@ log = logging.getLogger("kbqa.finetune")
 IGNORE = -100
 """Label of a position that carries no loss (PyTorch's ``ignore_index``)."""
 PROGRESS_FILE = "progress.json"
+
+
+def last_checkpoint(out: Path) -> Path | None:
+    """The checkpoint with the highest step in ``out/checkpoints`` (``checkpoint-N``), if any;
+    other names there are ignored."""
+    found = [p for p in (out / "checkpoints").glob("checkpoint-*")
+             if p.is_dir() and p.name.split("-", 1)[1].isdigit()]  # fmt: skip
+    return max(found, key=lambda p: int(p.name.split("-", 1)[1])) if found else None
 
 
 def encode_example(
@@ -155,7 +164,11 @@ def lora_model(model: PreTrainedModel, cfg: ReaderConfig) -> Any:
 
 
 def _trainer_classes() -> tuple[type, type]:
-    """The Trainer subclass and callback, defined on first use (transformers is optional)."""
+    """The Trainer subclass and callback, defined on first use (transformers is optional).
+
+    Length: the two classes are defined here so that transformers is imported only when training
+    runs.
+    """
     from transformers import Trainer, TrainerCallback
 
     class AnswerOnlyTrainer(Trainer):
@@ -282,6 +295,8 @@ def train_reader(
 
     Raises:
         ValueError: No training example fits ``cfg.n_ctx``.
+
+    Length: most of it is the ``TrainingArguments`` list, kept in one place.
     """
     import torch
     from transformers import TrainingArguments

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import regex
 
-from kbqa.evals.metrics import answer_in_context, normalize_answer
+from kbqa.answers.normalize import answer_in_context, normalize_answer
 
 MIN_STATEMENT_WORDS, MAX_STATEMENT_WORDS = 5, 30
 FINAL_KI_SHARE = 0.7

@@ -8,20 +8,16 @@ Two ways, selected by ``Context.grounding``:
   other token is masked. Matching is on bytes, not token ids, because a Bangla word inside the
   context is often tokenised with its case ending attached (``বুড়িগঙ্গার``), while the answer
   wants the bare stem.
-- ``snap``: free decoding, then :func:`snap_to_span` replaces an answer that is not in the context
-  by the most similar context span.
+- ``snap``: free decoding, then :func:`kbqa.answers.snap.snap_to_span` replaces an answer that
+  is not in the context by the most similar context span.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from difflib import SequenceMatcher
 from typing import Any, Literal
 
 import numpy as np
-import regex
-
-from kbqa.evals.metrics import normalize_answer
 
 Grounding = Literal["off", "snap", "constrained"]
 GROUNDING_MODES: tuple[Grounding, ...] = ("off", "snap", "constrained")
@@ -31,13 +27,6 @@ questions, seed 0, abstention threshold 0.9): F1 0.284 constrained, 0.277 snap, 
 ``docs/finetune.md``."""
 TOP_CANDIDATES = 64
 """Next-token candidates :class:`SpanConstraint` checks per step, best logit first."""
-MIN_SNAP_RATIO = 0.6
-"""An answer is replaced by a context span only when their character similarity reaches this;
-below it the answer is left as the model wrote it."""
-MAX_EXTRA_WORDS = 3
-"""Spans considered by :func:`snap_to_span` are at most this many words longer than the answer."""
-_WORD = regex.compile(r"\S+")
-_EDGE = " \t\n।.,;:!?\"'“”‘’()[]{}"
 
 
 class SpanConstraint:
@@ -104,60 +93,6 @@ class SpanConstraint:
         if keep[0] != int(best[0]):
             self.masked_steps += 1
         return masked
-
-
-def _stem_hit(word: str, answer_words: set[str]) -> bool:
-    """``word`` shares its first two letters with a word of the answer (Bangla case endings
-    change the end of a word, not its start)."""
-    return any(word[:2] == a[:2] for a in answer_words)
-
-
-def snap_to_span(answer: str, passages: Sequence[str], min_ratio: float = MIN_SNAP_RATIO) -> str:
-    """The context's own span for a free-form answer.
-
-    An answer found in a passage (after :func:`~kbqa.evals.metrics.normalize_answer`) is kept
-    as it is. Otherwise the word spans of every passage that start and end with a word sharing
-    its first two letters with an answer word, up to :data:`MAX_EXTRA_WORDS` longer than the
-    answer, are compared with it by character similarity (difflib's ratio, 2M/T, on normalised
-    text, which tolerates Bangla case endings: ``১৯১৩ সালের`` vs ``১৯১৩ সালে``); the most similar
-    span, surrounding punctuation removed, replaces the answer when its ratio reaches
-    ``min_ratio`` (ties: the shorter span).
-
-    Args:
-        answer: A cleaned short answer (not an abstention).
-        passages: The texts it was read from.
-        min_ratio: Least similarity for a replacement.
-
-    Returns:
-        ``answer`` or a span of one of ``passages``.
-    """
-    norm = normalize_answer(answer)
-    if not norm or not passages:
-        return answer
-    if any(f" {norm} " in f" {normalize_answer(p)} " for p in passages):
-        return answer
-    answer_words = set(norm.split())
-    longest = len(answer_words) + MAX_EXTRA_WORDS
-    best, best_key = answer, (min_ratio, 0)
-    matcher = SequenceMatcher(autojunk=False)
-    matcher.set_seq2(norm)
-    for passage in passages:
-        words = [(m.start(), m.end(), normalize_answer(m.group())) for m in _WORD.finditer(passage)]
-        for i, (start, _, first) in enumerate(words):
-            if not first or not _stem_hit(first, answer_words):
-                continue
-            for j in range(i, min(len(words), i + longest)):
-                last = words[j][2]
-                if not last or not _stem_hit(last.split()[-1], answer_words):
-                    continue
-                text = " ".join(w[2] for w in words[i : j + 1] if w[2])
-                matcher.set_seq1(text)
-                key = (matcher.ratio(), -(j - i))
-                if key > best_key:
-                    span = passage[start : words[j][1]].strip(_EDGE)
-                    if span:
-                        best, best_key = span, key
-    return best
 
 
 class AbstentionThreshold:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa.errors import ModelError
+from kbqa.llm.cache import cache_root, file_sha256
 
 ADAPTERS_DIR = Path(__file__).parent / "adapters"
 """Adapters shipped in the package, one directory each."""
@@ -121,7 +122,6 @@ def load_adapter(spec: str) -> Adapter:
         if not isinstance(manifest, dict):
             raise ModelError(f"{manifest_path} is not a JSON object")
         expected = manifest.get("adapter_sha256")
-        from kbqa.llm.models import file_sha256  # models imports this module
 
         if expected and file_sha256(path) != expected:
             raise ModelError(
@@ -238,7 +238,6 @@ def base_tensor_shapes(base: Path) -> dict[str, tuple[int, ...]]:
     """
     stat = base.stat()
     key = hashlib.sha1(f"{base.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
-    from kbqa.llm.models import cache_root
 
     try:
         cached = cache_root() / "tensor-shapes" / f"{key}.json"

@@ -11,13 +11,15 @@
   more tokens per Bangla character than Gemma.
 - any path to a local ``.gguf`` file (ChatML if its metadata has a chat template, else plain text).
 - ``fake/<script>``: deterministic scripted model for tests (see :mod:`kbqa.llm.fake`).
+
+Length: the model registry, assembling a model from its packages and loading it share the cache and
+the checksums.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import importlib
 import os
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbqa.errors import ModelError
+from kbqa.llm.cache import cache_root, file_sha256
 from kbqa.llm.lora import check_adapter_tensors, check_base, load_adapter, shipped_adapter
 from kbqa.prompts.answer import PromptStyle
 
@@ -97,22 +100,6 @@ MODELS: dict[str, ModelSpec] = {
 }
 
 
-def cache_root() -> Path:
-    """kbqa's cache: ``$KBQA_CACHE_DIR`` or ``~/.cache/kbqa``.
-
-    Raises:
-        ModelError: ``KBQA_CACHE_DIR`` is unset and the user has no home directory.
-    """
-    if os.environ.get("KBQA_CACHE_DIR"):
-        return Path(os.environ["KBQA_CACHE_DIR"]).expanduser()
-    try:
-        return Path.home() / ".cache" / "kbqa"
-    except RuntimeError:  # no $HOME and no passwd entry
-        raise ModelError(
-            "no home directory for kbqa's model cache; set KBQA_CACHE_DIR to a writable directory"
-        ) from None
-
-
 def cache_dir() -> Path:
     """Where assembled GGUF files live: ``cache_root() / "models"``.
 
@@ -129,15 +116,6 @@ def _assembled(spec: ModelSpec) -> Path | None:
     except ModelError:
         return None
     return target if target.is_file() else None
-
-
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _import(package: str, hint: str = "") -> object:

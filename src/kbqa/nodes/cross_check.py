@@ -1,139 +1,27 @@
 """cross_check: the pattern extractor reads the context the reader read, and overrules the reader
-where the two disagree in ways measured to favour the extractor.
-
-The reader (the tuned Gemma 3 270M) decides *whether* the context holds an answer: its
-abstentions are calibrated on held-out data (``docs/finetune.md``). Its spans are the weak part
-on Bangla Wikipedia: on BanglaRQA validation (300 questions, seed 0) the pattern extractor
-(:func:`~kbqa.nodes.extract.extract_answer`, the type-aware RAG seed's no-LLM reader) scores
-answerable F1 0.43 on the same retrieval against the reader's 0.30, and wins on every question
-type. The extractor picks the sentence that shares most content words with the question; the
-share it holds (:attr:`~kbqa.nodes.extract.Extraction.coverage`) is a second opinion on whether
-the context answers at all. Three rules, in this order:
-
-1. an answer whose context holds no sentence with at least :data:`ABSTAIN_BELOW` of the
-   question's content words becomes an abstention (``cross_check: abstained``);
-2. an answer that is not in the extractor's sentence and shares no word with its span is
-   replaced by that span (``cross_check: extractor``). An answer that agrees with it is also
-   replaced where the extractor's span measured better (:func:`prefer_extractor`: a yes/no
-   question answered with neither yes nor no; a list or untyped question whose extractor span
-   is not inside the answer: ``cross_check: agrees, extractor's span``); otherwise it stays
-   (``cross_check: agrees``);
-3. a settled abstention (after the retries) whose context holds a sentence with at least
-   :data:`ANSWER_FROM` of the question's content words is answered with the extractor's span
-   (``cross_check: answered``).
-
-On English the reader reads better than the extractor (XQuAD: rule 2 lowered F1), so by
-default (``Context.cross_check = "auto"``) the node changes Bangla answers only. Figures:
-``docs/finetune.md`` ("Cross-check").
-"""
+where the two disagree in ways measured to favour the extractor (the rules and their figures:
+:mod:`kbqa.answers.cross_check`)."""
 
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any
 
 from langgraph.runtime import Runtime
 
+from kbqa.answers.cross_check import applies, decide
+from kbqa.answers.extract import extract_answer
 from kbqa.context import Context
-from kbqa.nodes._record import context_of, visited
-from kbqa.nodes.check_abstention import chunk_sources, route_unresolved
-from kbqa.nodes.extract import Extraction, extract_answer
-from kbqa.resources import retriever_for
-from kbqa.retrieval.tokenizer import tokenize
+from kbqa.nodes.common import chunk_sources, chunks_of, context_of, visited
 from kbqa.state import State
-
-AUTO_LANGUAGES = frozenset({"bn"})
-"""Languages whose answers ``cross_check="auto"`` may change (measured to help there)."""
-ABSTAIN_BELOW = 0.5
-"""An answer becomes an abstention when the best sentence of its context holds less than this
-share of the question's content words (rule 1)."""
-ANSWER_FROM = 0.7
-"""A settled abstention is answered by the extractor when the best sentence of its context holds
-at least this share of the question's content words (rule 3). Both thresholds were chosen on
-BanglaRQA validation 300 (seed 0) as the pair
-with the best overall F1 that keeps at least 60% of unanswerable questions abstained
-(``benchmarks/cross_check.py --grid``): answerable F1 0.499 -> 0.531, unanswerable abstention
-59.2% -> 60.5%; on seed 1, not tuned on, 0.461 -> 0.488 and 45.1% -> 53.5%."""
-
-
-def agrees(answer: str, found: Extraction) -> bool:
-    """The reader's ``answer`` agrees with the extractor's: the two spans share a word, or
-    every word of ``answer`` is in the extractor's sentence (kbqa's tokenizer: lower-cased,
-    Bangla and ASCII digits folded, so ``১৯৭১`` meets ``1971``)."""
-    words = set(tokenize(answer))
-    if words & set(tokenize(found.answer)):
-        return True
-    return bool(words) and words <= set(tokenize(found.sentence))
-
-
-YES_NO_WORDS = frozenset({"হ্যাঁ", "হ্যা", "না", "yes", "no"})
-"""Answers that answer a yes/no question (lower-cased)."""
-WIDER_SPAN_TYPES = frozenset({"list", "other"})
-"""Question types (:func:`kbqa.nodes.classify.question_type`) whose agreeing answers take the
-extractor's span unless that span lies inside the answer. The reader stops early on them
-(``গোলাকার`` for ``পৃথিবী গোলাকার নয়, বরং সমতল, এই ধারণাকে``; the first item of a list); typed
-questions (person, location, number, date) keep the reader's answer, which measured better
-there. Chosen on BanglaRQA validation 300 (seed 0), answerable F1 0.534 -> 0.569; seed 1, not
-tuned on, 0.489 -> 0.518 (``docs/finetune.md``, "Cross-check")."""
-
-
-def prefer_extractor(answer: str, found: Extraction, question_type: str) -> bool:
-    """Whether the extractor's span replaces a reader ``answer`` that :func:`agrees` with it.
-
-    True for a ``yes/no`` question whose answer is not a yes/no word (:data:`YES_NO_WORDS`),
-    and for a question of :data:`WIDER_SPAN_TYPES` unless every word of the extractor's span is
-    already in ``answer``."""
-    if question_type == "yes/no":
-        return answer.strip().lower() not in YES_NO_WORDS
-    if question_type in WIDER_SPAN_TYPES:
-        return not set(found.answer.split()) <= set(answer.split())
-    return False
-
-
-def applies(mode: str, language: str) -> bool:
-    """Whether the cross-check may change an answer in ``language`` under ``mode``
-    (``auto``: the languages of :data:`AUTO_LANGUAGES`; ``on``: all; ``off``: none)."""
-    return mode == "on" or (mode == "auto" and language in AUTO_LANGUAGES)
-
-
-def decide(
-    answer: str,
-    abstained: bool,
-    found: Extraction | None,
-    abstention_phrase: str,
-    question_type: str = "other",
-    *,
-    abstain_below: float = ABSTAIN_BELOW,
-    answer_from: float = ANSWER_FROM,
-) -> tuple[str, bool, str]:
-    """The module's three rules, on the reader's ``answer`` (or its abstention) and the
-    extractor's ``found`` on the same context, for a question of ``question_type``.
-
-    Returns:
-        ``(answer, abstained, status)``: the answer to keep (``abstention_phrase`` for an
-        abstention) and the route status (see :func:`cross_check`).
-    """
-    coverage = found.coverage if found else 0.0
-    if abstained:
-        if found and found.answer and coverage >= answer_from:
-            return found.answer, False, "cross_check: answered"
-        return answer, True, "cross_check: kept abstention"
-    if coverage < abstain_below:
-        return abstention_phrase, True, "cross_check: abstained"
-    if found is None or not found.answer:
-        return answer, False, "cross_check: no span"
-    if agrees(answer, found):
-        if prefer_extractor(answer, found, question_type):
-            return found.answer, False, "cross_check: agrees, extractor's span"
-        return answer, False, "cross_check: agrees"
-    return found.answer, False, "cross_check: extractor"
 
 
 def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Apply the module's three rules to ``answer`` (or to a settled abstention) with the
-    extractor's span on ``context_chunk_ids``, where :func:`applies`.
+    """Apply the cross-check's rules (:func:`~kbqa.answers.cross_check.decide`) to ``answer``
+    (or to a settled abstention) with the extractor's span on ``context_chunk_ids``, where
+    :func:`~kbqa.answers.cross_check.applies`.
 
-    Sets ``question_coverage`` (:attr:`~kbqa.nodes.extract.Extraction.coverage`; 0 without a
+    Sets ``question_coverage`` (:attr:`~kbqa.answers.extract.Extraction.coverage`; 0 without a
     sentence).
     A changed answer sets ``answer``, ``raw_answer``, ``abstained`` and
     ``answered_by="cross_check"`` (and ``sources``, when an abstention is answered). Records a
@@ -151,7 +39,7 @@ def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if not applies(ctx.cross_check, language):
         status = f"cross_check: skipped ({language})"
     else:
-        chunks = retriever_for(ctx).index.chunks
+        chunks = chunks_of(ctx)
         context_ids = state.get("context_chunk_ids", [])
         found = extract_answer(
             state["question"],
@@ -180,13 +68,3 @@ def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "stage_answers": [{"stage": "cross_check", "answer": answer, "abstained": abstained}],
         **visited("cross_check", started, status),
     }
-
-
-def route_after_cross_check(
-    state: State, runtime: Runtime[Context]
-) -> Literal["verify", "fallback", "web_search", "finalize"]:
-    """``verify`` when it is on; else an answer goes to ``finalize`` and an abstention where
-    :func:`~kbqa.nodes.check_abstention.route_unresolved` sends it (fallback, web search)."""
-    if context_of(runtime).verify:
-        return "verify"
-    return route_unresolved(state, runtime)

@@ -16,12 +16,18 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from kbqa.answers.abstention import judge
 from kbqa.context import Context
-from kbqa.nodes._record import context_of, fail_soft, visited
-from kbqa.nodes.check_abstention import chunk_sources, judge
-from kbqa.nodes.generate import answer_state, chunk_passages
-from kbqa.nodes.retrieve import retrieve_records
-from kbqa.resources import retriever_for
+from kbqa.nodes.common import (
+    answer_state,
+    chunk_passages,
+    chunk_sources,
+    chunks_of,
+    context_of,
+    fail_soft,
+    retrieve_records,
+    visited,
+)
 from kbqa.retrieval.index import has_strategy
 from kbqa.state import State
 
@@ -44,10 +50,10 @@ def fallback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = context_of(runtime)
     if not _has_precision(ctx.index_dir):
         return visited("fallback", started, "fallback: unavailable")
-    chunks = retriever_for(ctx, PRECISION).index.chunks  # a broken one: "fallback: failed"
+    chunks = chunks_of(ctx, PRECISION)  # a broken one: "fallback: failed"
     records = retrieve_records(state["question"], ctx.k, ctx, PRECISION)
     raw, kept, _ = answer_state(state, ctx, chunk_passages(chunks, records), PRECISION)
-    answer, abstained = judge(raw, ctx, state["question"])
+    answer, abstained = judge(raw, state["question"], ctx.abstention_phrase, ctx.max_answer_chars)
     update: dict[str, Any] = {
         "fallback_answer": answer,
         "stage_answers": [{"stage": "fallback", "answer": answer, "abstained": abstained}],

@@ -1,173 +1,34 @@
-"""generate: the LLM reads the retrieved chunks and answers or abstains.
-
-The prompt is budgeted in the model's own tokens so that prompt + answer never exceed ``n_ctx``
-(:func:`kbqa.prompts.budget.fit_prompt`): the lowest-ranked hits (with their padding chunks) are
-dropped first; a single remaining passage that is still too long is cut.
-"""
+"""generate: the reader reads the retrieved chunks and answers or abstains
+(:func:`kbqa.answers.reading.generate_answer`: the prompt fitted to the context window, the
+generation stopped once it is settled as an abstention)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
-from langchain_core.caches import BaseCache
-from langchain_core.globals import get_llm_cache
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
-from kbqa.corpus.chunking import Chunk
-from kbqa.nodes._record import context_of, visited
-from kbqa.nodes.check_abstention import settled_abstention
-from kbqa.prompts import ANSWER_STOP, PLAIN_STYLES, Passage
-from kbqa.prompts.budget import fit_prompt, prompt_budget
-from kbqa.resources import chat_model_for, retriever_for
-from kbqa.state import RetrievedRecord, State
+from kbqa.nodes.common import answer_state, chunk_passages, chunks_of, context_of, visited
+from kbqa.state import State
 
 log = logging.getLogger("kbqa.generate")
 
-YES_NO_WORDS = {"bn": ("হ্যাঁ", "না"), "en": ("Yes", "No")}
-"""Whole answers a constrained reply may give besides context spans and the abstention phrase."""
-
-
-def generate_answer(
-    model: BaseChatModel,
-    ctx: Context,
-    question: str,
-    passages: list[tuple[int, Passage]],
-    *,
-    question_type: str = "other",
-    language: str = "bn",
-    variant: str = "coverage",
-    max_tokens: int | None = None,
-) -> tuple[str, list[int], int]:
-    """Fit the reader prompt to the context window and generate.
-
-    Args:
-        model: The reader.
-        ctx: Run settings (``n_ctx``, ``max_answer_tokens``).
-        question: The question.
-        passages: ``(rank, passage)`` pairs in prompt order.
-        question_type, language, variant: See :func:`kbqa.prompts.render_answer_prompt`.
-        max_tokens: Generation budget (default ``ctx.max_answer_tokens``).
-
-    Returns:
-        ``(raw_answer, kept, prompt_tokens)``: the model's text, the indices of ``passages``
-        that fitted, and the prompt's size in tokens.
-
-    Raises:
-        ValueError: The question alone does not fit (see :func:`fit_prompt`).
-    """
-    style = getattr(model, "prompt_style", "completion")
-    messages, kept, tokens = fit_prompt(
-        model,
-        question,
-        passages,
-        prompt_budget(ctx.n_ctx, ctx.max_answer_tokens),
-        style=style,
-        question_type=question_type,
-        language=language,
-        variant=variant,
-    )
-    plain = style in PLAIN_STYLES
-    stop = ANSWER_STOP if plain else None  # a chat model may open with "\n"
-    extra: dict[str, Any] = {}
-    if ctx.grounding == "constrained" and plain:
-        extra = {
-            "grounding": [passages[i][1].text for i in kept],
-            "fixed": [ctx.abstention_phrase, *YES_NO_WORDS[language if language == "bn" else "en"]],
-        }
-    threshold = ctx.abstention_threshold
-    if threshold is None:  # the reader's own (a tuned reader's manifest chooses it)
-        threshold = float(getattr(model, "reader_abstention_threshold", 0.0))
-    if threshold and plain and ctx.abstention_phrase:
-        extra |= {
-            "abstention_threshold": threshold,
-            "abstention_phrase": ctx.abstention_phrase,
-        }
-    raw = stream_until_abstention(
-        model, messages, stop, max_tokens or ctx.max_answer_tokens, ctx.abstention_phrase, **extra
-    )
-    return raw, kept, tokens
-
-
-def _uses_cache(model: BaseChatModel) -> bool:
-    if isinstance(model.cache, BaseCache):
-        return True
-    return model.cache is not False and get_llm_cache() is not None
-
-
-def stream_until_abstention(
-    model: BaseChatModel,
-    messages: list[BaseMessage],
-    stop: list[str] | None,
-    max_tokens: int,
-    phrase: str,
-    **kwargs: Any,
-) -> str:
-    """Stream the model's reply and stop as soon as it is settled as an abstention
-    (:func:`~kbqa.nodes.check_abstention.settled_abstention`): output is constrained while it
-    is generated, not only judged afterwards, and an abstaining model (``Context-এ তথ্য নেই,
-    কারণ ...``, ``I don't know. The context ...``) stops paying for its explanation.
-
-    Under an LLM cache (the ablation runs' memoised generations; LangChain's ``stream`` does not
-    read the cache) the reply is generated whole with ``invoke``; the verdict is the same.
-
-    ``kwargs`` go to the model call (``grounding=[texts]``, ``fixed=[answers]``: a span-
-    constrained reply, see :class:`kbqa.llm.chat.LlamaCppChatModel`).
-
-    Returns:
-        The text generated up to the end, a stop sequence, ``max_tokens`` or the settled
-        abstention.
-    """
-    if _uses_cache(model):
-        return str(model.invoke(messages, stop=stop, max_tokens=max_tokens, **kwargs).content)
-    text = ""
-    for part in model.stream(messages, stop=stop, max_tokens=max_tokens, **kwargs):
-        text += str(part.content)
-        if settled_abstention(text, phrase):
-            log.debug("abstention settled after %d chars; generation stopped", len(text))
-            break
-    return text
-
-
-def chunk_passages(
-    chunks: Sequence[Chunk], records: Sequence[RetrievedRecord]
-) -> list[tuple[int, Passage]]:
-    """``(rank, passage)`` pairs of retrieved chunks, in prompt order."""
-    return [
-        (r["rank"], Passage(chunks[r["chunk_id"]].title, chunks[r["chunk_id"]].text))
-        for r in records
-    ]
-
-
-def answer_state(
-    state: State, ctx: Context, passages: list[tuple[int, Passage]], variant: str = "coverage"
-) -> tuple[str, list[int], int]:
-    """:func:`generate_answer` with the run's generator and the state's question, type and
-    language."""
-    return generate_answer(
-        chat_model_for(ctx),
-        ctx,
-        state["question"],
-        passages,
-        question_type=state.get("question_type", "other"),
-        language=state.get("language", "bn"),
-        variant=variant,
-    )
-
 
 def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Answer from ``retrieved``; sets ``raw_answer`` and ``context_chunk_ids``."""
+    """Answer from ``retrieved``; sets ``raw_answer`` and ``context_chunk_ids``.
+
+    Raises:
+        ValueError: The question alone does not fit the context window (the caller's to fix).
+    """
     started = time.perf_counter()
     ctx = context_of(runtime)
     records = state.get("retrieved", [])
-    passages = chunk_passages(retriever_for(ctx).index.chunks, records)
+    passages = chunk_passages(chunks_of(ctx), records)
     try:
-        raw, kept, tokens = answer_state(state, ctx, passages)
+        raw, kept, _ = answer_state(state, ctx, passages)
     except ValueError:
         raise  # the question does not fit the context window: the caller's to fix
     except Exception as exc:  # the model failed at run time: the extractor answers instead
@@ -177,12 +38,5 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return {
         "raw_answer": raw,
         "context_chunk_ids": [records[i]["chunk_id"] for i in kept],
-        "prompt_tokens": tokens,
         **visited("generate", started),
     }
-
-
-def route_after_generate(state: State) -> Literal["check_abstention", "extract"]:
-    """``extract`` when the generator failed at run time (``llm_error``), else
-    ``check_abstention``."""
-    return "extract" if state.get("llm_error") else "check_abstention"

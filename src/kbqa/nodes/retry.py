@@ -8,18 +8,16 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
-from kbqa.nodes._record import context_of, visited
-from kbqa.nodes.retrieve import retrieve_records
+from kbqa.nodes.common import context_of, retrieve_records, visited
 from kbqa.state import State
 
 
 def retry(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Increment ``retries`` and replace ``retrieved`` with the top ``retry_k`` chunks."""
     started = time.perf_counter()
-    k = context_of(runtime).retry_k
+    ctx = context_of(runtime)
     return {
-        "k": k,
         "retries": state.get("retries", 0) + 1,
-        "retrieved": retrieve_records(state["question"], k, context_of(runtime)),
+        "retrieved": retrieve_records(state["question"], ctx.retry_k, ctx),
         **visited("retry", started),
     }

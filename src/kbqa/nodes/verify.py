@@ -14,19 +14,19 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from kbqa.answers.abstention import judge
+from kbqa.answers.extract import extract_answer
+from kbqa.answers.normalize import answer_in_context, normalize_answer
 from kbqa.context import Context
-from kbqa.evals.metrics import answer_in_context, normalize_answer
-from kbqa.nodes._record import context_of, fail_soft, visited
-from kbqa.nodes.check_abstention import judge
-from kbqa.nodes.extract import extract_answer
+from kbqa.nodes.common import chunks_of, context_of, fail_soft, visited
 from kbqa.prompts import ANSWER_STOP, PLAIN_STYLES, Passage, render_verify_prompt
-from kbqa.resources import retriever_for, verifier_for
+from kbqa.resources import verifier_for
 from kbqa.state import State
 
 
 def grounded(answer: str, texts: list[str]) -> bool:
     """The answer occurs, as whole words, in one of ``texts``, both normalised
-    (:func:`~kbqa.evals.metrics.answer_in_context`: case, punctuation, Bangla digits)."""
+    (:func:`~kbqa.answers.normalize.answer_in_context`: case, punctuation, Bangla digits)."""
     return any(answer_in_context([answer], text) for text in texts)
 
 
@@ -40,7 +40,7 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     candidate stays and the route records ``verify: ungrounded``."""
     started = time.perf_counter()
     ctx = context_of(runtime)
-    chunks = retriever_for(ctx).index.chunks
+    chunks = chunks_of(ctx)
     given = state.get("context_chunk_ids", [])
     passages = [Passage(chunks[c].title, chunks[c].text) for c in given]
     candidate = state.get("answer", ctx.abstention_phrase)
@@ -65,7 +65,7 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         max_tokens=ctx.max_verify_tokens,
     )
     raw = str(reply.content)
-    answer, abstained = judge(raw, ctx, state["question"])
+    answer, abstained = judge(raw, state["question"], ctx.abstention_phrase, ctx.max_answer_chars)
     verified = answer
     if abstained and not state.get("abstained", True):
         answer, abstained = candidate, False

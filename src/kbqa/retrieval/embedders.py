@@ -172,7 +172,7 @@ def load_embedder(
         from kbqa.retrieval.static import StaticDistiller, load_static
 
         if index_dir is not None:
-            return load_static(index_dir)
+            return load_static(index_dir, lambda: load_embedder(E5_EMBEDDER, for_queries=True))
         return StaticDistiller(lambda: load_embedder(E5_EMBEDDER, for_queries=for_queries))
     if full == HASH_EMBEDDER:
         return HashEmbedder()

@@ -4,11 +4,13 @@ previous-chunk padding (HybridRAG-BN adds the chunk before each hit as context).
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import numpy as np
 
+from kbqa.corpus.chunking import Chunk
 from kbqa.retrieval.embedders import Embedder
 from kbqa.retrieval.fusion import BM25_WEIGHT, DENSE_WEIGHT, reciprocal_rank_fusion, weighted_fusion
 from kbqa.retrieval.index import ChunkIndex
@@ -36,9 +38,32 @@ class RetrievedChunk:
 
 
 class Retriever(Protocol):
-    """Anything that returns ranked chunks for a question."""
+    """What the graph needs from retrieval (:class:`HybridRetriever` is the one kbqa builds):
+    ranked chunks for a question, the chunks by id, and which retrieval ran."""
 
-    def retrieve(self, query: str, k: int) -> list[RetrievedChunk]: ...
+    @property
+    def chunks(self) -> Sequence[Chunk]:
+        """The index's chunks; a chunk's id is its position."""
+        ...
+
+    @property
+    def mode(self) -> str:
+        """``hybrid``, ``bm25`` or ``bm25 (dense pending)``."""
+        ...
+
+    def retrieve(
+        self,
+        query: str,
+        k: int,
+        *,
+        bm25_weight: float = BM25_WEIGHT,
+        dense_weight: float = DENSE_WEIGHT,
+        candidate_pool: int = CANDIDATE_POOL,
+        fusion: Literal["weighted", "rrf"] = "weighted",
+        pad_previous: bool = True,
+    ) -> list[RetrievedChunk]:
+        """Ranked chunks in prompt order (see :meth:`HybridRetriever.retrieve`)."""
+        ...
 
 
 class HybridRetriever:
@@ -81,6 +106,19 @@ class HybridRetriever:
     def dense_ready(self) -> bool:
         """False while the index's dense part is pending: retrieval is BM25 only."""
         return self.index.dense is not None and self.embedder is not None
+
+    @property
+    def chunks(self) -> Sequence[Chunk]:
+        """The index's chunks; a chunk's id is its position."""
+        return self.index.chunks
+
+    @property
+    def mode(self) -> str:
+        """``hybrid`` (BM25 and dense fused), ``bm25`` (an index without a dense part) or
+        ``bm25 (dense pending)`` (a BM25-first index waiting for ``kbqa index --continue``)."""
+        if self.dense_ready:
+            return "hybrid"
+        return "bm25 (dense pending)" if self.index.dense_pending else "bm25"
 
     def search_bm25(self, query: str, n: int) -> dict[int, float]:
         """Top-``n`` chunks by BM25: chunk id -> score (> 0 only). The query's terms are made as

@@ -260,11 +260,12 @@ class StaticDistiller:
     embed_passages = _unfitted
 
 
-def load_static(index_dir: str | Path, *, with_teacher: bool = True) -> StaticEmbedder:
+def load_static(index_dir: str | Path, teacher: Callable[[], Any] | None = None) -> StaticEmbedder:
     """The static embedder stored in an index directory (``<index>/static/``).
 
     Args:
-        with_teacher: Load multilingual-e5-small for query words the table lacks.
+        teacher: Loads multilingual-e5-small, for query words the table lacks (a load that
+            fails is warned about; those words are then dropped). None: no teacher.
 
     Raises:
         IndexLoadError: The index holds no static table, or it is corrupt.
@@ -275,12 +276,10 @@ def load_static(index_dir: str | Path, *, with_teacher: bool = True) -> StaticEm
             f"{index_dir} holds no static embedder table ({STATIC_DIR}/); rebuild the index "
             "with `kbqa index`"
         )
-    teacher = None
-    if with_teacher:
-        from kbqa.retrieval.embedders import E5_EMBEDDER, load_embedder
-
+    loaded = None
+    if teacher is not None:
         try:
-            teacher = load_embedder(E5_EMBEDDER, for_queries=True)
+            loaded = teacher()
         except ModelError as exc:
             log.warning("%s: query words the table lacks are dropped", exc)
-    return StaticEmbedder.load(directory, teacher)
+    return StaticEmbedder.load(directory, loaded)

@@ -19,11 +19,11 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from kbqa.errors import KBQAError
+from kbqa.state import WebResult
 
 DDGS_BACKEND = "duckduckgo"
 """The one ddgs backend queried (pinned: ddgs's default ``auto`` fans out to several engines)."""
@@ -35,15 +35,6 @@ BACKOFF_MAX = 600.0
 
 class WebSearchError(KBQAError):
     """A web search failed: no network, timeout, rate limit or a bad reply."""
-
-
-@dataclass(frozen=True, slots=True)
-class WebResult:
-    """One search hit: page title, URL and the engine's snippet."""
-
-    title: str
-    url: str
-    snippet: str
 
 
 @runtime_checkable
@@ -172,7 +163,12 @@ class StaticWebSearch:
         """
         try:
             rows = json.loads(Path(path).read_text(encoding="utf-8"))
-            return cls([WebResult(str(r["title"]), str(r["url"]), str(r["snippet"])) for r in rows])
+            return cls(
+                [
+                    WebResult(title=str(r["title"]), url=str(r["url"]), snippet=str(r["snippet"]))
+                    for r in rows
+                ]
+            )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise WebSearchError(f"cannot read web results from {path}: {exc}") from None
 
@@ -183,7 +179,7 @@ class StaticWebSearch:
         if self.fail:
             raise WebSearchError(self.fail)
         words = set(tokenize(query))
-        hits = [r for r in self.results if words & set(tokenize(f"{r.title} {r.snippet}"))]
+        hits = [r for r in self.results if words & set(tokenize(f"{r['title']} {r['snippet']}"))]
         return hits[:max_results]
 
 

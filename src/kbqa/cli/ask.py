@@ -1,0 +1,113 @@
+"""``kbqa ask``: answer one question from an index, with sources and the route taken."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Annotated, Any
+
+import typer
+
+from kbqa.cli.app import app, fail
+from kbqa.cli.settings import context_options
+from kbqa.errors import KBQAError, ModelError
+from kbqa.text import is_blank
+
+
+def make_context(settings: dict[str, Any]) -> Any:
+    """``Context(**settings)``, or exit with the error that names the bad value."""
+    from kbqa.context import Context
+
+    try:
+        return Context(**settings)
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def load_models(ctx: Any) -> None:
+    """Load the index, the reader and (when on) the verifier before the first question, so a
+    misspelt model name or a bad adapter is an error said once; a reader that cannot load is a
+    warning (the pattern extractor answers)."""
+    from kbqa.resources import chat_model_for, retriever_for, verifier_for
+
+    retriever_for(ctx)
+    if not ctx.use_llm:
+        return
+    from kbqa.llm.models import check_model_name
+
+    check_model_name(ctx.model, ctx.reader_adapter)
+    if ctx.verifier_model:
+        check_model_name(ctx.verifier_model)
+    try:
+        chat_model_for(ctx)
+    except ModelError as exc:
+        typer.echo(f"warning: LLM unavailable ({exc}); answering with the pattern extractor",
+                   err=True)  # fmt: skip
+        return
+    if ctx.verify:
+        verifier_for(ctx)
+
+
+@app.command()
+@context_options()
+def ask(
+    question: Annotated[
+        str, typer.Argument(help="The question, in Bangla, English or another language.")
+    ],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the whole graph output as JSON.")
+    ] = False,
+    *,
+    settings: dict[str, Any],
+) -> None:
+    """Answer one question from an index, with sources and the route taken."""
+    from kbqa.evals.tracing import flush_traces
+    from kbqa.graph import graph
+
+    if is_blank(question):
+        fail("question is empty: ask a non-empty question")
+    ctx = make_context(settings)
+    try:
+        t0 = time.perf_counter()
+        load_models(ctx)
+        load_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        out = graph.invoke({"question": question}, context=ctx)
+        total_s = time.perf_counter() - t0
+    except (KBQAError, ValueError) as exc:
+        fail(str(exc))
+    finally:
+        flush_traces()
+    if as_json:
+        typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
+        return
+    print_answer(out, ctx.index_dir)
+    typer.echo(
+        f"time: retrieval {_seconds(out, 'retrieve', 'retry'):.2f} s, "
+        f"llm {_seconds(out, 'generate', 'verify', 'fallback', 'web_search'):.2f} s, "
+        f"total {total_s:.2f} s (+ {load_s:.1f} s loading index and model)"
+    )
+
+
+def _seconds(out: dict[str, Any], *nodes: str) -> float:
+    return float(sum(t["seconds"] for t in out.get("timings", []) if t["node"] in nodes))
+
+
+def print_answer(out: dict[str, Any], index_dir: str) -> None:
+    """The answer, whether it abstained, its numbered sources and the route."""
+    typer.echo(f"answer: {out['answer']}")
+    typer.echo(f"abstained: {str(out['abstained']).lower()}")
+    typer.echo("sources:")
+    for i, src in enumerate(out.get("sources", []), start=1):
+        where = f" <{src['url']}>" if src["url"] else ""
+        typer.echo(
+            f"  [{i}] {src['title'] or src['doc_id']} "
+            f"(doc {src['doc_id']}, chunk {src['chunk_id']}, "
+            f"score {src['score']:.3f}){where}"
+        )
+    typer.echo(f"route: {' -> '.join(out.get('route', []))}")
+    if out.get("retrieval_mode") == "bm25 (dense pending)":
+        typer.echo(
+            f"retrieval: BM25 only; the dense part of {index_dir} is not built yet (run "
+            f"`kbqa index --continue --out {index_dir}` to add it)"
+        )

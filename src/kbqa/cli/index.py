@@ -1,0 +1,327 @@
+"""``kbqa index``: clean and chunk a knowledge base and build its index (BM25 over words and
+character 4-grams, and a dense part with ``--embedder e5`` or ``static``)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+from kbqa.cli.app import app, fail
+from kbqa.errors import KBQAError
+
+if TYPE_CHECKING:
+    from kbqa.corpus.boilerplate import BoilerplateModel
+    from kbqa.corpus.document import Document
+    from kbqa.corpus.strategies import Strategy
+
+TOP_BLOCKS = 10
+"""Recurring blocks `kbqa index` prints; all of them go to the index directory."""
+
+
+@app.command()
+def index(
+    kb: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Knowledge base: a .jsonl file, a MediaWiki .xml/.xml.bz2 dump, a folder of "
+            ".txt/.md/.html files, or one such file. Not with --continue.",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Index directory to create or replace.")
+    ] = Path("index"),
+    embedder: Annotated[
+        str,
+        typer.Option(
+            help="Dense part. none: BM25 over words and character 4-grams alone (under a "
+            "minute for 25,000 chunks; recalls as well as BM25 + e5 on BanglaRQA and XQuAD). "
+            "e5: multilingual-e5-small on every chunk (about 3 chunks/s on 2 cores: hours for a "
+            "large knowledge base; use --dense later). static: a word table distilled from e5 "
+            "(minutes; measured no better than none)."
+        ),
+    ] = "none",
+    dense: Annotated[
+        str,
+        typer.Option(
+            help="With --embedder e5 or static. now: embed before the index is written. later: "
+            "write the BM25 index at once (ask works, BM25 alone) and add the dense part with "
+            "--continue."
+        ),
+    ] = "now",
+    continue_: Annotated[
+        bool,
+        typer.Option(
+            "--continue",
+            help="Add the dense part to the --out index built with --dense later (resumable).",
+        ),
+    ] = False,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            help="coverage (light cleaning, 800-char chunks), precision (every recurring "
+            "block removed, 1000-char chunks) or both (one directory holding the two, each "
+            "distinct chunk text embedded once; coverage is the one opened by default)."
+        ),
+    ] = "coverage",
+    chunk_size: Annotated[
+        int | None, typer.Option(help="Chunk length in characters (default: the strategy's).")
+    ] = None,
+    chunk_overlap: Annotated[
+        int | None, typer.Option(help="Chunk overlap in characters (default: the strategy's).")
+    ] = None,
+    skip_bad_lines: Annotated[
+        bool,
+        typer.Option(
+            help="Skip malformed JSONL lines, and folder files that are unreadable or not text."
+        ),
+    ] = False,
+    reuse: Annotated[
+        bool,
+        typer.Option(
+            help="Reuse the vectors of chunk texts the index being replaced already holds."
+        ),
+    ] = True,
+) -> None:
+    """Clean and chunk a knowledge base and build its index: BM25 over words and character
+    4-grams, and a dense part with --embedder e5 or static.
+
+    Ctrl-C keeps what was embedded: the same command resumes. --dense later returns with BM25
+    ready; `kbqa index --continue --out DIR` adds the dense vectors (also resumable).
+    """
+    from kbqa.corpus.strategies import STRATEGIES, get_strategy
+
+    if continue_:
+        if kb is not None:
+            fail("--continue adds the dense part to the --out index; give no knowledge base")
+        if (embedder, dense, strategy) != ("none", "now", "coverage"):
+            fail(
+                "--continue takes only --out: the embedder and strategies are the index's own "
+                "(from its manifest)"
+            )
+        _continue_index(out)
+        return
+    if kb is None:
+        fail("give a knowledge base to index (or --continue --out DIR)")
+    if dense not in ("now", "later"):
+        fail(f"--dense must be now or later, got {dense!r}")
+    if dense == "later" and embedder in ("none", ""):
+        fail("--dense later needs a dense embedder: --embedder e5 (or static)")
+    _interrupt_on_sigterm()
+    try:
+        strats = list(STRATEGIES.values()) if strategy == "both" else [get_strategy(strategy)]
+    except ValueError as exc:
+        fail(f"{exc} or both")
+    sizes = _chunk_sizes(strats, chunk_size, chunk_overlap)
+    t0 = time.perf_counter()
+    report, boilerplate, skipped, emb = _build(
+        kb, out, embedder, dense, strats, sizes, skip_bad_lines=skip_bad_lines, reuse=reuse
+    )
+    later = dense == "later" and emb.dim > 0
+    typer.echo(f"index written to {out}" + ("  (BM25 only so far)" if later else ""))
+    typer.echo(f"documents      {report.documents // len(strats)}")
+    if skipped:
+        typer.echo(f"skipped        {len(skipped)} (first: {skipped[0]})")
+    _print_blocks(boilerplate)
+    _print_strategies(report, sizes, out, several=len(strats) > 1)
+    if later:
+        typer.echo(
+            f"dense          not built yet: questions use BM25 alone until `kbqa index --continue "
+            f"--out {out}` adds the {emb.id} vectors (resumable)"
+        )
+    _print_embedding(report)
+    for stage, sec in report.stage_seconds.items():
+        part = "  (part of dense)" if stage == "distil" else ""
+        typer.echo(f"time {stage:<10}{sec:8.1f} s{part}")
+    typer.echo(f"time {'total':<10}{time.perf_counter() - t0:8.1f} s")
+    typer.echo(f"{'peak RSS':<15}{report.peak_rss_mib:8.0f} MiB")
+
+
+def _chunk_sizes(
+    strats: list[Strategy], chunk_size: int | None, chunk_overlap: int | None
+) -> dict[str, tuple[int, int]]:
+    """``(chunk_size, chunk_overlap)`` per strategy: its own, or the options'."""
+    if len(strats) > 1 and (chunk_size is not None or chunk_overlap is not None):
+        fail("--chunk-size/--chunk-overlap set one strategy's chunking; not with --strategy both")
+    sizes = {
+        s.name: (
+            s.chunk_size if chunk_size is None else chunk_size,
+            s.chunk_overlap if chunk_overlap is None else chunk_overlap,
+        )
+        for s in strats
+    }
+    for size, overlap in sizes.values():
+        if size <= 0 or not 0 <= overlap < size:
+            fail(f"need chunk_size > 0 and 0 <= chunk_overlap < chunk_size, got {size}/{overlap}")
+    return sizes
+
+
+def _build(
+    kb: Path,
+    out: Path,
+    embedder: str,
+    dense: str,
+    strats: list[Strategy],
+    sizes: dict[str, tuple[int, int]],
+    *,
+    skip_bad_lines: bool,
+    reuse: bool,
+) -> tuple[Any, BoilerplateModel, list[str], Any]:
+    """Learn the recurring blocks, clean each strategy's documents and build the index(es).
+
+    Returns:
+        ``(build report, boilerplate model, skipped lines, embedder)``; exits on an error or an
+        interruption (saying what was kept).
+    """
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    from kbqa.corpus.boilerplate import BoilerplateModel
+    from kbqa.corpus.loaders import load_documents
+    from kbqa.corpus.strategies import clean_documents
+    from kbqa.retrieval.embed_cache import BuildInterrupted
+    from kbqa.retrieval.embedders import load_embedder
+    from kbqa.retrieval.index import RECURRING_BLOCKS, StrategyInput, build_indexes
+
+    skipped: list[str] = []
+    passes = 0
+
+    def read() -> Iterator[Document]:
+        """The knowledge base; skipped lines are reported on the first pass only."""
+        nonlocal passes
+        passes += 1
+        if passes > 1:
+            return load_documents(kb, skip_bad_lines=skip_bad_lines, warn=False)
+        return load_documents(kb, skip_bad_lines=skip_bad_lines, skipped=skipped)
+
+    try:
+        emb = load_embedder(embedder)
+        boilerplate = BoilerplateModel.fit(read())
+        blocks_file = json.dumps(
+            [
+                {"site": site, "block": block, "pages": n, "site_pages": total}
+                for site, block, n, total in boilerplate.report(None)
+            ],
+            ensure_ascii=False,
+            indent=1,
+        )
+        parts = {
+            s.name: StrategyInput(
+                clean_documents(read, s, boilerplate)[0],
+                *sizes[s.name],
+                extra_files={RECURRING_BLOCKS: blocks_file},
+            )
+            for s in strats
+        }
+        with logging_redirect_tqdm():
+            report = build_indexes(parts, out, emb, source=kb, reuse=reuse,
+                                   multi=len(strats) > 1, dense=dense)  # type: ignore[arg-type]  # fmt: skip
+    except BuildInterrupted as exc:
+        _interrupted(exc)
+    except KeyboardInterrupt:
+        typer.secho(
+            f"interrupted before any embedding: nothing was written ({out} is as it was)",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
+        raise typer.Exit(code=130) from None
+    except KBQAError as exc:
+        fail(str(exc))
+    return report, boilerplate, skipped, emb
+
+
+def _print_blocks(boilerplate: BoilerplateModel) -> None:
+    from kbqa.retrieval.index import RECURRING_BLOCKS
+
+    rows = boilerplate.report(TOP_BLOCKS)
+    n_blocks = sum(len(b) for b in boilerplate.blocks.values())
+    typer.echo(f"recurring      {n_blocks} blocks learned" + (", most widespread:" if rows else ""))
+    for site, block, n, total in rows:
+        typer.echo(f"  {n}/{total} pages{' of ' + site if site else ''}: {block[:80]!r}")
+    if n_blocks > len(rows):
+        typer.echo(f"  ... all {n_blocks} in {RECURRING_BLOCKS} in the index directory")
+
+
+def _print_strategies(
+    report: Any, sizes: dict[str, tuple[int, int]], out: Path, *, several: bool
+) -> None:
+    for name, counts in report.per_strategy.items():
+        size, overlap = sizes[name]
+        where = f" in {out / name}" if several else ""
+        typer.echo(
+            f"strategy       {name} ({size}/{overlap} characters): {counts['chunks']} chunks{where}"
+        )
+        if counts["empty_documents"]:
+            typer.echo(
+                f"  {counts['empty_documents']} documents left no text after {name} cleaning "
+                "(made only of recurring blocks) and are not indexed"
+            )
+
+
+def _print_embedding(report: Any) -> None:
+    if report.table_words:
+        resumed = f" ({report.resumed_words} resumed)" if report.resumed_words else ""
+        typer.echo(f"static table   {report.table_words} words distilled from e5{resumed}")
+    if not report.distinct_texts:
+        return
+    fresh = report.embedded_chunks - report.resumed_chunks
+    typer.echo(
+        f"embedded       {fresh} distinct chunk texts in this run, of {report.distinct_texts} "
+        f"({report.chunks} chunks)"
+    )
+    if report.reused_chunks:
+        typer.echo(f"reused         {report.reused_chunks} vectors from the index replaced")
+    if report.resumed_chunks:
+        typer.echo(
+            f"resumed        {report.resumed_chunks} vectors embedded by an interrupted build"
+        )
+
+
+def _interrupt_on_sigterm() -> None:
+    """Treat SIGTERM and SIGHUP (a closed terminal) like Ctrl-C, so a stopped build says how
+    far it got (SIGKILL cannot be caught; the cache still lets the same command resume)."""
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
+
+
+def _interrupted(exc: Any) -> NoReturn:
+    typer.secho(
+        f"interrupted: {exc.done} of {exc.total} {exc.what} embedded; run the same command "
+        "to resume",
+        fg=typer.colors.YELLOW,
+        err=True,
+    )
+    raise typer.Exit(code=130)
+
+
+def _continue_index(out: Path) -> None:
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    from kbqa.retrieval.embed_cache import BuildInterrupted
+    from kbqa.retrieval.index import continue_index
+
+    _interrupt_on_sigterm()
+    t0 = time.perf_counter()
+    try:
+        with logging_redirect_tqdm():
+            report = continue_index(out)
+    except BuildInterrupted as exc:
+        _interrupted(exc)
+    except KBQAError as exc:
+        fail(str(exc))
+    if not report.chunks:
+        typer.echo(f"{out}: the dense part is already built; nothing to do")
+        return
+    typer.echo(f"dense part added to {out}: questions now fuse BM25 and dense retrieval")
+    _print_embedding(report)
+    typer.echo(f"time {'total':<10}{time.perf_counter() - t0:8.1f} s")
+    typer.echo(f"{'peak RSS':<15}{report.peak_rss_mib:8.0f} MiB")

@@ -1,0 +1,111 @@
+"""The graph's settings as command-line options, from one source: :class:`~kbqa.context.Context`.
+
+Every settings field of ``Context`` becomes an option of the commands decorated with
+:func:`context_options` (TRL's ``HfArgumentParser`` does the same for its config dataclasses):
+its name (``max_retries`` -> ``--max-retries``), type, default and help are the field's. A few
+keep a shorter or older spelling (:data:`OPTION_DECLS`), and three read an environment variable
+(:data:`OPTION_ENV`). :func:`option_args` turns settings back into arguments, so ``kbqa eval
+--models`` hands each model's process the same settings without listing them by hand.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import MISSING, fields
+from typing import Annotated, Any, TypeVar, get_type_hints
+
+import typer
+
+from kbqa.context import Context
+from kbqa.llm.models import DEFAULT_MODEL
+
+OPTION_DECLS: dict[str, tuple[str, ...]] = {
+    "index_dir": ("--index", "-i"),
+    "model": ("--model", "-m"),
+    "k": ("--k", "-k"),
+    "use_llm": ("--llm/--no-llm",),
+}
+"""Options spelled otherwise than ``--field-name``."""
+OPTION_ENV = {"index_dir": "KBQA_INDEX", "model": "KBQA_MODEL", "web_search": "KBQA_WEB_SEARCH"}
+"""Options that fall back on an environment variable (as the ``Context`` field does)."""
+ENV_DEFAULTS: dict[str, Any] = {"index_dir": "index", "model": DEFAULT_MODEL, "web_search": "ddgs"}
+"""Defaults of the fields whose default is read from the environment at construction."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def option_decls(name: str) -> tuple[str, ...]:
+    """The option's spelling(s) for a ``Context`` field (a yes/no field: ``--x/--no-x``)."""
+    return OPTION_DECLS.get(name, (f"--{name.replace('_', '-')}",))
+
+
+def _typer_decls(name: str, hint: Any) -> tuple[str, ...]:
+    if name in OPTION_DECLS or hint is not bool:
+        return option_decls(name)
+    return ()  # Typer names a yes/no option --x/--no-x itself
+
+
+def _default(name: str) -> Any:
+    if name in ENV_DEFAULTS:
+        return ENV_DEFAULTS[name]
+    f = next(f for f in fields(Context) if f.name == name)
+    return f.default if f.default is not MISSING else f.default_factory()  # type: ignore[operator]
+
+
+def _parameter(name: str, hint: Any, help_text: str) -> inspect.Parameter:
+    option = typer.Option(*_typer_decls(name, hint), help=help_text, envvar=OPTION_ENV.get(name))
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=_default(name),
+        annotation=Annotated[hint, option],
+    )  # fmt: skip
+
+
+def context_options(only: Iterable[str] | None = None) -> Callable[[F], F]:
+    """Give a Typer command one option per ``Context`` setting (or those in ``only``).
+
+    The command receives them together as ``settings: dict[str, Any]`` (field name -> value),
+    ready for ``Context(**settings)``; its own parameters stay as they are.
+    """
+    names = Context.field_names() if only is None else list(only)
+    hints = get_type_hints(Context)
+    helps = {f.name: f.metadata.get("description", "") for f in fields(Context)}
+
+    def wrap(command: F) -> F:
+        signature = inspect.signature(command, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.name != "settings"]
+        extra = [_parameter(n, hints[n], helps[n]) for n in names]
+
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            settings = {n: kwargs.pop(n) for n in names if n in kwargs}
+            return command(*args, settings=settings, **kwargs)
+
+        run.__signature__ = signature.replace(parameters=[*own, *extra])  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in [*own, *extra]}
+        if signature.return_annotation is not inspect.Signature.empty:
+            run.__annotations__["return"] = signature.return_annotation
+        return run  # type: ignore[return-value]
+
+    return wrap
+
+
+def option_args(settings: dict[str, Any]) -> list[str]:
+    """Command-line arguments that give a command decorated with :func:`context_options` these
+    ``settings`` (``None`` values are left out: the option's default is None)."""
+    args: list[str] = []
+    for name, value in settings.items():
+        decl = option_decls(name)[0]
+        if isinstance(value, bool):
+            on, _, off = decl.partition("/")
+            args.append(on if value else off or f"--no-{on.removeprefix('--')}")
+        elif value is not None:
+            args += [decl, str(value)]
+    return args
+
+
+def command_options(command: Callable[..., Any]) -> set[str]:
+    """Names of the ``Context`` fields a command has an option for (its parameters of the same
+    name)."""
+    return set(inspect.signature(command).parameters) & set(Context.field_names())

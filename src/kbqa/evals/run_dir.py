@@ -1,0 +1,280 @@
+"""A run directory: what a ``kbqa eval`` run writes, and how a re-run resumes it.
+
+A run directory holds::
+
+    config.json     what was run (question file hash, sample, seed, Context); a re-run with the
+                    same settings resumes, other settings are refused
+    records.jsonl   one record per finished question, appended as each finishes
+    summary.json    aggregate figures (see :mod:`kbqa.evals.summary`)
+    report.md       tables and plots (see :mod:`kbqa.evals.report`)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbqa.context import Context
+from kbqa.errors import InputError
+from kbqa.evals.summary import summarize
+from kbqa.version import __version__
+
+log = logging.getLogger("kbqa.evals")
+
+CONFIG_FILE = "config.json"
+
+RECORDS_FILE = "records.jsonl"
+
+SUMMARY_FILE = "summary.json"
+
+RUN_FIELDS = ("model", "index_dir", "peak_rss_mib", "harness")
+"""Summary fields measured during a run rather than derived from its records."""
+
+
+@dataclass
+class EvalRun:
+    """Records (in question order) and the summary of one run directory."""
+
+    out_dir: Path
+    records: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def run_config(
+    questions_path: str | Path | None,
+    questions_sha256: str | None,
+    ctx: Context,
+    *,
+    sample: int | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """What identifies a run: a re-run resumes only when this is unchanged.
+
+    Besides the settings it holds the index's identity (creation time, chunk count and source
+    hash from its manifest), so records of an index rebuilt in place are not mixed with new ones.
+    """
+    return {
+        "questions": None if questions_path is None else str(Path(questions_path).resolve()),
+        "questions_sha256": questions_sha256,
+        "sample": sample,
+        "limit": limit,
+        "seed": seed,
+        "context": ctx.settings(),
+        "index": index_identity(ctx.index_dir),
+    }
+
+
+def index_identity(index_dir: str | Path) -> dict[str, Any] | None:
+    """``created``, ``chunks``, ``embedder``, ``source_sha256`` and ``strategy`` of the index a
+    run searches (for a ``--strategy both`` directory, its default sub-index), or None when it
+    has no readable manifest."""
+    path = Path(index_dir)
+    try:
+        manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+        if isinstance(manifest, dict) and isinstance(manifest.get("indexes"), dict):
+            sub = path / str(manifest.get("default") or next(iter(manifest["indexes"])))
+            manifest = json.loads((sub / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, StopIteration):
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    identity = {k: manifest.get(k) for k in ("created", "chunks", "embedder", "source_sha256")}
+    chunking = manifest.get("chunking")
+    identity["strategy"] = chunking.get("strategy") if isinstance(chunking, dict) else None
+    return identity
+
+
+def prepare_run_dir(
+    out_dir: str | Path, config: dict[str, Any], *, overwrite: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Create ``out_dir`` or check it can be resumed; return the records already finished.
+
+    A torn last line of ``records.jsonl`` (a run killed mid-write) is cut off.
+
+    Raises:
+        InputError: ``out_dir`` is a file or not writable, or it holds a run with other settings
+            (the message names them) and ``overwrite`` is false.
+    """
+    d = Path(out_dir)
+    if d.exists() and not d.is_dir():
+        raise InputError(f"cannot write the run to {d}: it is a file")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create {d}: {exc.strerror or exc}") from None
+    if not os.access(d, os.W_OK):
+        raise InputError(f"cannot write the run to {d}: folder is not writable")
+    cfg_path, rec_path = d / CONFIG_FILE, d / RECORDS_FILE
+    for p in (cfg_path, rec_path):
+        if p.exists() and not p.is_file():
+            raise InputError(f"{p} is not a file; use another --out")
+    if overwrite:
+        for name in (CONFIG_FILE, RECORDS_FILE, SUMMARY_FILE):
+            (d / name).unlink(missing_ok=True)
+    if cfg_path.exists():
+        try:
+            old = _read_json(cfg_path)
+        except InputError as exc:
+            raise InputError(f"{exc}; use --overwrite") from None
+        # the file's content (sha256) identifies the questions, not where it lies
+        ignored = ("kbqa_version", "questions")
+        old_cfg = {k: v for k, v in old.items() if k not in ignored}
+        new_cfg = {k: v for k, v in config.items() if k not in ignored}
+        if old_cfg != new_cfg:
+            diff = _diff(old_cfg, new_cfg)
+            raise InputError(
+                f"{d} holds a run with other settings ({diff}); use another --out or --overwrite"
+            )
+    else:
+        if rec_path.is_file() and rec_path.stat().st_size > 0:
+            raise InputError(
+                f"{d} holds records but no {CONFIG_FILE}, so their settings are unknown; "
+                "use another --out or --overwrite"
+            )
+        cfg_path.write_text(
+            json.dumps({**config, "kbqa_version": __version__}, ensure_ascii=False, indent=1),
+            encoding="utf-8",
+        )
+    return read_records(rec_path)
+
+
+def _diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> str:
+    parts = []
+    for k in sorted(set(old) | set(new)):
+        a, b = old.get(k), new.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            sub = _diff(a, b, f"{prefix}{k}.")
+            if sub:
+                parts.append(sub)
+        elif a != b:
+            parts.append(f"{prefix}{k}: {a!r} then, {b!r} now")
+    return "; ".join(parts)
+
+
+_RECORD_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "qid": str,
+    "answerable": bool,
+    "abstained": bool,
+    "answer": str,
+    "gold": list,
+    "route": list,
+    "stage_answers": list,
+    "retrieved_doc_ids": list,
+    "scores": dict,
+    "seconds": (int, float),
+    "timings": list,
+}
+
+
+def _record_problem(rec: Any) -> str | None:
+    """Why ``rec`` is not a record written by :func:`make_record`, or None."""
+    if not isinstance(rec, dict):
+        return f"a JSON {type(rec).__name__}, not an object"
+    for key, kind in _RECORD_FIELDS.items():
+        if not isinstance(rec.get(key), kind):
+            return f"field {key!r} missing or of the wrong type"
+    return None
+
+
+def read_records(path: Path, *, repair: bool = True) -> dict[str, dict[str, Any]]:
+    """Finished records by ``qid``.
+
+    A torn last line (no newline, or not JSON: a run killed mid-write) is ignored, and cut off
+    when ``repair``. Anything else that is not a record is an error, and the file is left as is.
+
+    Raises:
+        InputError: A line other than the last is not a JSON record with a ``qid``.
+    """
+    done: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return done
+    data = path.read_bytes()
+    lines = data.splitlines(keepends=True)
+    good = 0
+    for lineno, line in enumerate(lines, start=1):
+        last = lineno == len(lines)
+        try:
+            rec = json.loads(line) if line.endswith(b"\n") else None
+        except ValueError:
+            rec = None
+        problem = "not JSON" if rec is None else _record_problem(rec)
+        if problem:
+            if last and rec is None:
+                break
+            raise InputError(
+                f"{path}:{lineno} is not a kbqa record ({problem}); remove that line or start "
+                "over with --overwrite"
+            )
+        assert isinstance(rec, dict)
+        done[rec["qid"]] = rec
+        good += len(line)
+    if good < len(data) and repair:
+        log.warning("%s: dropping a torn last record (%d bytes)", path, len(data) - good)
+        with path.open("r+b") as fh:
+            fh.truncate(good)
+    return done
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write JSON atomically (temp file, then rename)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def load_run(out_dir: str | Path) -> EvalRun:
+    """Read a finished (or partial) run directory; the summary is recomputed from its records.
+
+    Raises:
+        InputError: No ``records.jsonl`` in ``out_dir``.
+    """
+    d = Path(out_dir)
+    if not (d / RECORDS_FILE).is_file():
+        raise InputError(f"{d} is not an eval run directory (no {RECORDS_FILE})")
+    records = list(read_records(d / RECORDS_FILE, repair=False).values())
+    summary = summarize(records)  # recomputed, so a newer kbqa re-reads old records
+    stored = _read_json(d / SUMMARY_FILE)
+    if stored:
+        summary.update({k: v for k, v in stored.items() if k in RUN_FIELDS and _valid_field(k, v)})
+        if stored.get("partial") is True:
+            summary["partial"] = True
+    else:  # interrupted before any summary was written
+        context = _read_json(d / CONFIG_FILE).get("context", {})
+        summary.update(model=context.get("model"), index_dir=context.get("index_dir"))
+        summary["partial"] = True
+    return EvalRun(d, records, summary)
+
+
+def _valid_field(key: str, value: Any) -> bool:
+    if key == "harness":
+        return isinstance(value, dict) and all(
+            isinstance(value.get(k), (int, float)) for k in ("wall_seconds", "graph_seconds")
+        )
+    if key == "peak_rss_mib":
+        return isinstance(value, (int, float))
+    return isinstance(value, str)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``; {} when missing.
+
+    Raises:
+        InputError: The file exists but is not a JSON object.
+    """
+    if not path.is_file():
+        return {}
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path} is unreadable: {exc}") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{path} is not a JSON object")
+    return obj

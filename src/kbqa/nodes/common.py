@@ -1,0 +1,149 @@
+"""What the nodes share: the run's settings, the bookkeeping every node adds to its update (its
+name on the route and its wall time), fail-soft optional stages, and the calls into retrieval
+and the reader that several nodes make. Not a node: nodes import this module, never each other.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from kbqa.answers.reading import generate_answer
+from kbqa.context import Context
+from kbqa.corpus.chunking import Chunk
+from kbqa.prompts import Passage
+from kbqa.resources import chat_model_for, retriever_for
+from kbqa.state import RetrievedRecord, Source, State
+
+log = logging.getLogger("kbqa.nodes")
+
+
+def context_of(runtime: Any) -> Context:
+    """The run's :class:`~kbqa.context.Context`, or the defaults (``$KBQA_INDEX``,
+    ``$KBQA_MODEL``...) when ``graph.invoke`` was called without ``context=``."""
+    ctx = getattr(runtime, "context", None)
+    return ctx if ctx is not None else _default_context()
+
+
+@functools.cache
+def _default_context() -> Context:
+    return Context()
+
+
+def visited(node: str, started: float, status: str | None = None) -> dict[str, Any]:
+    """``route`` and ``timings`` entries for a node that started at ``started`` (perf_counter).
+
+    Args:
+        status: Appended to the route after the node's name, e.g. ``web: unavailable`` when the
+            node could not do its work.
+    """
+    route = [node] if status is None else [node, status]
+    return {"route": route, "timings": [{"node": node, "seconds": time.perf_counter() - started}]}
+
+
+def fail_soft(
+    node: str, status: str, error_field: str | None = None
+) -> Callable[[Callable[..., dict[str, Any]]], Any]:
+    """Decorate a post-processing node (verify, fallback, web_search) so that an error inside it
+    (a model that fails to load or crashes, an index that cannot be read) keeps the answer so
+    far: the node records ``status`` (e.g. ``verify: failed``) on the route, and the error in
+    ``error_field`` when given, and the run goes on.
+    """
+
+    def wrap(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        @functools.wraps(fn)
+        def run(state: Any, runtime: Any) -> dict[str, Any]:
+            started = time.perf_counter()
+            try:
+                return fn(state, runtime)
+            except Exception as exc:  # any failure of an optional stage is soft
+                log.warning("%s failed, keeping the answer so far: %s: %s", node,
+                            type(exc).__name__, exc)  # fmt: skip
+                update = visited(node, started, status)
+                if error_field:
+                    update[error_field] = f"{type(exc).__name__}: {exc}"
+                return update
+
+        return run
+
+    return wrap
+
+
+def chunks_of(ctx: Context, strategy: str | None = None) -> Sequence[Chunk]:
+    """The chunks of the run's index (``strategy="precision"``: the fallback's), by chunk id."""
+    return retriever_for(ctx, strategy).chunks
+
+
+def retrieve_records(
+    question: str, k: int, ctx: Context, strategy: str | None = None
+) -> list[RetrievedRecord]:
+    """Run the shared retriever (of ``strategy``'s sub-index) with the context's fusion
+    settings."""
+    retriever = retriever_for(ctx, strategy)
+    hits = retriever.retrieve(
+        question,
+        k,
+        bm25_weight=ctx.bm25_weight,
+        dense_weight=ctx.dense_weight,
+        candidate_pool=ctx.candidate_pool,
+        fusion=ctx.fusion,
+        pad_previous=ctx.pad_previous,
+    )
+    chunks = retriever.chunks
+    return [
+        {
+            "chunk_id": h.chunk_id,
+            "doc_id": chunks[h.chunk_id].doc_id,
+            "score": round(h.score, 6),
+            "rank": h.rank,
+            "is_padding": h.is_padding,
+        }
+        for h in hits
+    ]
+
+
+def chunk_passages(
+    chunks: Sequence[Chunk], records: Sequence[RetrievedRecord]
+) -> list[tuple[int, Passage]]:
+    """``(rank, passage)`` pairs of retrieved chunks, in prompt order."""
+    return [
+        (r["rank"], Passage(chunks[r["chunk_id"]].title, chunks[r["chunk_id"]].text))
+        for r in records
+    ]
+
+
+def chunk_sources(
+    chunks: Sequence[Chunk], records: Sequence[RetrievedRecord], given: Iterable[int]
+) -> list[Source]:
+    """Sources for an answer: the retrieved hits (not padding) whose chunks the model read."""
+    shown = set(given)
+    return [
+        {
+            "doc_id": chunks[r["chunk_id"]].doc_id,
+            "title": chunks[r["chunk_id"]].title,
+            "url": chunks[r["chunk_id"]].url,
+            "chunk_id": r["chunk_id"],
+            "score": r["score"],
+        }
+        for r in records
+        if r["chunk_id"] in shown and not r["is_padding"]
+    ]
+
+
+def answer_state(
+    state: State, ctx: Context, passages: list[tuple[int, Passage]], variant: str = "coverage"
+) -> tuple[str, list[int], int]:
+    """:func:`~kbqa.answers.reading.generate_answer` with the run's reader and the state's
+    question, type and language."""
+    return generate_answer(
+        chat_model_for(ctx),
+        ctx,
+        state["question"],
+        passages,
+        question_type=state.get("question_type", "other"),
+        language=state.get("language", "bn"),
+        variant=variant,
+    )

@@ -1,0 +1,133 @@
+"""Loading an index: the published version behind the link, checked (format, embedder, parts)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kbqa.corpus.chunking import Chunk
+from kbqa.errors import IndexLoadError
+from kbqa.retrieval.embed_cache import (
+    interrupted_build,
+)
+from kbqa.retrieval.index.store import BM25_DIR, CHUNKS, DENSE, FORMAT_VERSION, MANIFEST, ChunkIndex
+from kbqa.retrieval.versions import resolve_index
+
+
+def load_index(
+    path: str | Path, *, embedder_id: str | None = None, strategy: str | None = None
+) -> ChunkIndex:
+    """Load an index directory written by :func:`build_index` or :func:`build_indexes`.
+
+    Args:
+        path: The index directory.
+        embedder_id: When given, the embedder the caller will query with; it must be the one
+            the index was built with.
+        strategy: The sub-index to open in a directory built with several strategies (default:
+            its first, the primary one). For a single index it must be its own strategy.
+
+    Raises:
+        IndexLoadError: The directory is missing, a file is missing or corrupt, counts disagree,
+            the format is from another kbqa version, or the embedder differs.
+    """
+    last: IndexLoadError | None = None
+    for _ in range(3):  # a rebuild may delete the version being read: read the new one
+        real = resolve_index(path)
+        try:
+            return _load_resolved(real, path, embedder_id=embedder_id, strategy=strategy)
+        except IndexLoadError as exc:
+            if resolve_index(path) == real:
+                raise
+            last = exc
+    assert last is not None
+    raise last
+
+
+def _load_resolved(
+    p: Path, given: str | Path, *, embedder_id: str | None, strategy: str | None
+) -> ChunkIndex:
+    """:func:`load_index` on the version directory ``p`` that ``given`` resolved to.
+
+    Length: one check per index part (the directory, the manifest's format and embedder, the
+    strategy, the chunk store, BM25, the dense part), each with its own error message.
+    """
+    import bm25s
+    import faiss
+
+    if p.exists() and not p.is_dir():
+        raise IndexLoadError(f"{p} is a file, not an index directory (built by `kbqa index`)")
+    if not p.is_dir():
+        resumable = interrupted_build(p)
+        if resumable:
+            raise IndexLoadError(
+                f"index not found: {given}; {resumable}: run the same "
+                f"`kbqa index ... --out {given}` command to resume it"
+            )
+        raise IndexLoadError(
+            f"index not found: {given} (build one with `kbqa index KB --out {given}`)"
+        )
+    try:
+        manifest = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        inside = sorted(str(d) for d in p.iterdir() if d.is_dir() and (d / MANIFEST).exists())
+        hint = f"; it holds the indexes {', '.join(inside)}: pass one to --index" if inside else ""
+        raise IndexLoadError(f"{p} is not a kbqa index: {MANIFEST} is missing{hint}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise IndexLoadError(f"{p / MANIFEST} is corrupt: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
+        found = manifest.get("format_version") if isinstance(manifest, dict) else "?"
+        why = (
+            " (it was built by an older kbqa whose tokenizer split words at zero-width "
+            "characters such as ZWNJ, so its words would not match today's queries)"
+            if found == 1
+            else ""
+        )
+        raise IndexLoadError(
+            f"{given}: index format {found} is not {FORMAT_VERSION}{why}; rebuild it: "
+            f"`kbqa index KB --out {given}`"
+        )
+    if "indexes" in manifest:
+        names = list(manifest["indexes"])
+        name = strategy or str(manifest.get("default") or names[0])
+        if name not in names:
+            raise IndexLoadError(f"{p} has no {name!r} index; it holds {', '.join(names)}")
+        return _load_resolved(p / name, Path(given) / name, embedder_id=embedder_id,
+                              strategy=None)  # fmt: skip
+    built = (manifest.get("chunking") or {}).get("strategy")
+    if strategy is not None and built != strategy:
+        raise IndexLoadError(
+            f"{p} is a {built} index, not {strategy}; build both with "
+            "`kbqa index KB --strategy both`"
+        )
+    if embedder_id is not None and manifest.get("embedder") != embedder_id:
+        raise IndexLoadError(
+            f"{p} was built with embedder {manifest.get('embedder')!r}, but {embedder_id!r} "
+            "was asked for; rebuild the index or use the same embedder"
+        )
+    pending = manifest.get("dense") in ("pending", "none") and not (p / DENSE).exists()
+    for name in (CHUNKS, BM25_DIR) if pending else (CHUNKS, DENSE, BM25_DIR):
+        if not (p / name).exists():
+            raise IndexLoadError(f"{p}: {name} is missing; the index is incomplete, rebuild it")
+    try:
+        with (p / CHUNKS).open(encoding="utf-8") as fh:
+            chunks = [Chunk(**json.loads(line)) for line in fh]
+        dense = None if pending else faiss.read_index(str(p / DENSE))
+        bm25 = bm25s.BM25.load(str(p / BM25_DIR), show_progress=False)
+        n_bm25 = int(bm25.scores["num_docs"])
+    except Exception as exc:  # corrupt files surface as many exception types
+        raise IndexLoadError(
+            f"{p}: index files are corrupt ({type(exc).__name__}: {exc})"
+        ) from None
+    n_dense = len(chunks) if dense is None else dense.ntotal
+    if not (len(chunks) == n_dense == n_bm25 == manifest.get("chunks")):
+        raise IndexLoadError(
+            f"{p}: chunk counts disagree (store {len(chunks)}, dense {n_dense}, "
+            f"bm25 {n_bm25}, manifest {manifest.get('chunks')}); rebuild the index"
+        )
+    for i, c in enumerate(chunks):
+        prev_ok = c.prev_chunk_id == -1 or (
+            0 <= c.prev_chunk_id < i and chunks[c.prev_chunk_id].doc_id == c.doc_id
+        )
+        if c.chunk_id != i or not prev_ok:
+            raise IndexLoadError(f"{p}: {CHUNKS} row {i} is inconsistent; rebuild the index")
+    return ChunkIndex(path=p, manifest=manifest, chunks=chunks, bm25=bm25, dense=dense)

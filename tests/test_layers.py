@@ -1,0 +1,86 @@
+"""The house's layers, read from the imports of ``src/kbqa`` (``ast``; nothing is imported):
+nodes never import each other or the evaluation code, the answer logic never imports LangGraph
+or the graph, evaluation stands above the graph, and no package imports in a circle."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = SRC / "kbqa"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """Modules ``path`` imports, anywhere in it (lazy imports inside functions count too)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+MODULES = {module_name(p): imports(p) for p in PACKAGE.rglob("*.py")}
+
+
+def under(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if under(m, "kbqa.nodes")))
+def test_a_node_imports_no_other_node_and_no_evaluation_code(module: str) -> None:
+    nodes = {m for m in MODULES if under(m, "kbqa.nodes")} - {"kbqa.nodes", "kbqa.nodes.common"}
+    if module == "kbqa.nodes":  # the package's face lists its nodes
+        return
+    assert not {i for i in MODULES[module] if i in nodes and i != module}
+    assert not {i for i in MODULES[module] if under(i, "kbqa.evals")}
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if under(m, "kbqa.answers")))
+def test_the_answer_logic_imports_no_langgraph_and_no_graph(module: str) -> None:
+    banned = (
+        "langgraph",
+        "kbqa.nodes",
+        "kbqa.graph",
+        "kbqa.routes",
+        "kbqa.evals",
+        "kbqa.resources",
+    )
+    assert not {i for i in MODULES[module] if any(under(i, b) for b in banned)}
+
+
+def test_only_evaluation_finetuning_and_the_cli_stand_above_the_graph() -> None:
+    above = ("kbqa.evals", "kbqa.finetune", "kbqa.cli")
+    users = {m for m, found in MODULES.items() if any(under(i, "kbqa.graph") for i in found)}
+    assert users and all(any(under(m, a) for a in above) for m in users), users
+
+
+def test_no_import_circles() -> None:
+    known = set(MODULES)
+    graph = {
+        m: {i for i in found if i in known and i != m and not under(m, i)}
+        for m, found in MODULES.items()
+    }
+    seen: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(m: str, path: list[str]) -> None:
+        seen[m] = 1
+        for n in sorted(graph[m]):
+            assert seen.get(n) != 1, " -> ".join([*path, m, n])
+            if n not in seen:
+                visit(n, [*path, m])
+        seen[m] = 2
+
+    for m in sorted(graph):
+        if m not in seen:
+            visit(m, [])

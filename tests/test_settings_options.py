@@ -1,0 +1,54 @@
+"""One source of settings: every ``Context`` field is an option of ``kbqa ask`` and ``kbqa eval
+run``, and every option of theirs is a field, except the few listed here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import typer.main
+
+from kbqa.cli import app
+from kbqa.cli.settings import option_args
+from kbqa.context import Context
+
+OWN_OPTIONS = {
+    "ask": {"question", "as_json"},
+    "eval run": {
+        "questions", "limit", "sample", "seed", "out", "overwrite", "ablate", "models",
+        "max_concurrency", "dataset_name", "report",
+    },
+    "eval generate": {"n", "out", "seed", "overwrite"},
+}  # fmt: skip
+"""Options that are the command's own, not graph settings."""
+GENERATE_SETTINGS = {"index_dir", "model", "embedder", "n_ctx"}
+
+
+def command(path: str) -> Any:
+    """The Click command Typer builds for ``kbqa PATH``."""
+    cmd: Any = typer.main.get_command(app)
+    for name in path.split():
+        cmd = cmd.commands[name]
+    return cmd
+
+
+@pytest.mark.parametrize("path", ["ask", "eval run"])
+def test_every_setting_is_an_option_and_every_option_a_setting(path: str) -> None:
+    names = {p.name for p in command(path).params}
+    assert set(Context.field_names()) - names == set(), "a Context field has no option"
+    assert names - set(Context.field_names()) == OWN_OPTIONS[path], "an option has no field"
+
+
+def test_eval_generate_takes_the_settings_it_uses() -> None:
+    names = {p.name for p in command("eval generate").params}
+    assert names == GENERATE_SETTINGS | OWN_OPTIONS["eval generate"]
+
+
+def test_option_args_give_a_command_back_the_same_settings() -> None:
+    settings = Context(
+        index_dir="idx", model="gemma3-270m", k=5, use_llm=False, pad_previous=False,
+        fusion="rrf", abstention_threshold=None, cross_check="off", web_search="off",
+    ).settings()  # fmt: skip
+    cmd = command("eval run")
+    parsed = cmd.make_context("run", ["questions.jsonl", *option_args(settings)]).params
+    assert {name: parsed[name] for name in settings} == settings

@@ -57,7 +57,7 @@ class Context:
         metadata={
             "description": "At the answer's first token, abstain when the reader's probability "
             "of starting the abstention phrase is at least this, else mask that start (0 = "
-            "plain greedy decoding; None = the reader's own: its adapter manifest's "
+            "plain greedy decoding; unset = the reader's own: its adapter manifest's "
             "serving.abstention_threshold, else 0)."
         },
     )

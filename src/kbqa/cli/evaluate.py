@@ -90,10 +90,8 @@ def eval_run(
     settings: dict[str, Any],
 ) -> None:
     """Score the graph on a question file: EM, F1, containment, abstention, recall@k,
-    answer-in-context, trajectory, stage attribution; resumable; report with plots.
-
-    Length: most of it is the command's own options; the work is in :mod:`kbqa.evals`.
-    """
+    answer-in-context, trajectory, stage attribution; resumable; report with plots."""
+    # Length: most of it is the command's own options; the work is in kbqa.evals.
     from kbqa.evals.datasets import load_questions, select
     from kbqa.evals.report import write_report
     from kbqa.evals.run_dir import run_config

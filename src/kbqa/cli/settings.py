@@ -55,7 +55,10 @@ def _default(name: str) -> Any:
 
 
 def _parameter(name: str, hint: Any, help_text: str) -> inspect.Parameter:
-    option = typer.Option(*_typer_decls(name, hint), help=help_text, envvar=OPTION_ENV.get(name))
+    env = OPTION_ENV.get(name)
+    if env:  # Typer adds "[env var: ...]" itself
+        help_text = help_text.replace(f" (env {env})", "")
+    option = typer.Option(*_typer_decls(name, hint), help=help_text, envvar=env)
     return inspect.Parameter(
         name, inspect.Parameter.KEYWORD_ONLY, default=_default(name),
         annotation=Annotated[hint, option],

@@ -82,3 +82,17 @@ def test_coverage_rules_come_before_agreement() -> None:
 
 def test_the_default_question_type_is_untyped() -> None:
     assert decide("গোলাকার", False, SPAN, ABST) == decide("গোলাকার", False, SPAN, ABST, "other")
+
+
+def test_yes_and_no_are_recognised_through_punctuation_and_format_characters() -> None:
+    yes = found("হ্যাঁ")
+    for said in ("হ্যাঁ।", "Yes.", "না।", "হ্যা\u200cঁ", "হাঁ", " No! "):
+        assert not prefer_extractor(said, yes, "yes/no"), said
+
+
+def test_a_blank_extractor_span_is_no_span_but_its_sentence_still_counts() -> None:
+    blank = found(" ... ", coverage=0.9)
+    assert decide("সমতল", False, blank, ABST, "other") == ("সমতল", False, "cross_check: no span")
+    assert decide(ABST, True, blank, ABST, "other") == (ABST, True, "cross_check: kept abstention")
+    low = found(" । ", coverage=0.1)
+    assert decide("সমতল", False, low, ABST, "other") == (ABST, True, "cross_check: abstained")

@@ -207,6 +207,15 @@ def test_bad_model_in_models_list_names_it(tiny_index: Path, qa_file: Path, tmp_
     assert not (tmp_path / "r" / "models").exists(), "names are checked before any model runs"
 
 
+@pytest.mark.parametrize("models", ["", " , "])
+def test_an_empty_models_list_is_an_error(
+    tiny_index: Path, qa_file: Path, tmp_path: Path, models: str
+) -> None:
+    args = ["eval", str(qa_file), "--index", str(tiny_index), "--embedder", "fake/hash"]
+    res = runner.invoke(app, [*args, "--models", models, "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2 and "--models lists no model" in res.output
+
+
 def test_report_command_rewrites_report(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     evaluate_questions(load_questions(qa_file), fake_ctx(tiny_index), run_dir, progress=False)

@@ -9,6 +9,7 @@ from kbqa.context import Context
 from kbqa.graph import build_graph, graph
 from kbqa.llm.models import load_chat_model
 from kbqa.prompts import ABSTENTION_PHRASE
+from kbqa.retrieval.retriever import RetrievedChunk
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
 
@@ -85,7 +86,23 @@ def test_empty_question_is_rejected(tiny_index: Path) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("k", 0), ("retry_k", -1), ("n_ctx", 0), ("bm25_weight", -0.1), ("max_retries", -1)],
+    [
+        ("k", 0),
+        ("retry_k", -1),
+        ("n_ctx", 0),
+        ("bm25_weight", -0.1),
+        ("max_retries", -1),
+        # values a typed field would refuse, and values outside every sensible range
+        ("bm25_weight", float("nan")),
+        ("dense_weight", float("inf")),
+        ("k", True),
+        ("max_retries", 1.5),
+        ("n_threads", -3),
+        ("use_llm", "false"),
+        ("n_ctx", 2**32),
+        ("abstention_phrase", "  "),
+        ("web_timeout", float("nan")),
+    ],
 )
 def test_context_validates(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=field):
@@ -161,3 +178,19 @@ def test_a_retriever_handed_in_through_the_context_is_the_one_used(tmp_path: Pat
 def test_a_retriever_that_is_not_one_is_refused_with_its_name(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="retriever must be a retriever object"):
         ctx(tmp_path, "fake/abstain", retriever="index/bnwiki")
+
+
+def test_a_retriever_returning_a_chunk_it_does_not_hold_is_an_error(tmp_path: Path) -> None:
+    stand_in = StandInRetriever()
+    stand_in.retrieve = lambda query, k, **_: [RetrievedChunk(7, 1.0, 1)]  # type: ignore[method-assign]
+    with pytest.raises(ValueError, match="chunk id 7, but its chunks are numbered 0 to 1"):
+        graph.invoke({"question": "ঢাকা?"}, context=ctx(tmp_path, "fake/abstain", retriever=stand_in))
+
+
+def test_nothing_retrieved_means_no_reader_call_and_an_abstention(tmp_path: Path) -> None:
+    stand_in = StandInRetriever()
+    stand_in.retrieve = lambda query, k, **_: []  # type: ignore[method-assign]
+    context = ctx(tmp_path, "fake/script:invented#empty", retriever=stand_in, fallback=True)
+    out = graph.invoke({"question": "???"}, context=context)
+    assert out["abstained"] and "generate: no context" in out["route"]
+    assert "fallback: unavailable" in out["route"]  # a retriever handed in has no precision part

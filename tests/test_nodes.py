@@ -160,3 +160,18 @@ def test_passage_numbers_around_a_labelled_answer() -> None:
 def test_an_empty_abstention_phrase_does_not_match_everything() -> None:
     assert not is_abstention("Dhaka", "") and not settled_abstention("Dhaka", "")
     assert is_abstention("I don't know", "")
+
+
+def test_a_custom_phrase_is_matched_as_whole_words() -> None:
+    assert not is_abstention("Sudan Airways", "N/A")
+    assert not is_abstention("308", "3") and not is_abstention("Norway", "No")
+    assert is_abstention("N/A", "N/A") and is_abstention("answer: n/a, sorry", "N/A")
+
+
+def test_an_abstention_cut_short_by_max_chars_is_still_one() -> None:
+    from kbqa.answers.abstention import judge
+
+    assert judge(ABSTENTION_PHRASE, "প্রশ্ন?", ABSTENTION_PHRASE, max_chars=5) == (
+        ABSTENTION_PHRASE, True,
+    )  # fmt: skip
+    assert judge("Dhaka is the capital", "q?", ABSTENTION_PHRASE, max_chars=5) == ("Dhaka", False)

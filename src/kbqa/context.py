@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
@@ -15,6 +16,11 @@ MAX_RETRIES = 3
 """Upper bound of ``max_retries``: keeps the longest route (classify, retrieve, then
 generate/check_abstention/retry per attempt, cross_check, verify, fallback, web_search,
 finalize) at 18 node runs, well below LangGraph's recursion limit of 25."""
+
+
+MAX_N_CTX = 262_144
+"""Largest context window accepted (tokens): above what the supported models were trained for,
+and a llama.cpp context that size already needs gigabytes of memory."""
 
 
 def _env(name: str, default: str) -> str:
@@ -181,8 +187,25 @@ class Context:
             "web_max_results",
         ):
             value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.n_ctx > MAX_N_CTX:
+            raise ValueError(f"n_ctx must be at most {MAX_N_CTX} tokens, got {self.n_ctx}")
+        for name in ("max_retries", "n_threads"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+        for f in fields(self):
+            if f.type in ("bool", bool) and not isinstance(getattr(self, f.name), bool):
+                raise ValueError(f"{f.name} must be true or false, got {getattr(self, f.name)!r}")
+        for name in ("bm25_weight", "dense_weight", "web_timeout", "abstention_threshold"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if not self.abstention_phrase.strip():
+            raise ValueError(
+                "abstention_phrase must not be empty: it is the answer of an abstention"
+            )
         if not 0 <= self.max_retries <= MAX_RETRIES:
             raise ValueError(
                 f"max_retries must be between 0 and {MAX_RETRIES}, got {self.max_retries!r}"
@@ -217,8 +240,9 @@ class Context:
             )
         if self.fusion not in ("weighted", "rrf"):
             raise ValueError(f"fusion must be 'weighted' or 'rrf', got {self.fusion!r}")
-        if self.retriever is not None and not all(
-            hasattr(self.retriever, name) for name in ("retrieve", "chunks", "mode")
+        if self.retriever is not None and not (
+            callable(getattr(self.retriever, "retrieve", None))
+            and all(hasattr(self.retriever, name) for name in ("chunks", "mode"))
         ):
             raise ValueError(
                 "retriever must be a retriever object (retrieve(), chunks, mode: the "

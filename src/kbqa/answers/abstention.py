@@ -87,7 +87,8 @@ def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
     """True when ``answer`` is an abstention.
 
     Matches, after expanding English contractions, NFC, lower-casing and dropping
-    punctuation: the empty answer, the fixed ``phrase`` anywhere in the answer or cut off
+    punctuation: the empty answer, the fixed ``phrase`` as whole words anywhere in the answer
+    (``N/A`` is not in ``Sudan Airways``) or cut off
     (a prefix of at least :data:`MIN_PHRASE_PREFIX` characters), a known paraphrase
     (``তথ্য নেই``, ``জানা যায়নি``, ``I don't know``, ``not mentioned``...) unless the answer
     opens with yes/no and a comma (``No, it does not contain gluten``), a whole answer of
@@ -97,7 +98,7 @@ def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
     if not norm:
         return True
     fixed = _norm(phrase)  # empty for an empty phrase: then only the other rules apply
-    if (fixed and fixed in norm) or norm in ABSTENTION_EXACT:
+    if (fixed and f" {fixed} " in f" {norm} ") or norm in ABSTENTION_EXACT:
         return True
     if fixed and len(norm) >= MIN_PHRASE_PREFIX and fixed.startswith(norm):
         return True
@@ -148,7 +149,7 @@ def settled_abstention(partial: str, phrase: str, max_chars: int = 200) -> bool:
     fixed = _norm(phrase)
     if not norm:
         return False
-    if fixed and fixed in norm:
+    if fixed and f" {fixed} " in f" {norm} ":
         return True
     return not _YES_NO_ANSWER.match(line) and _has_paraphrase(norm)
 
@@ -158,7 +159,8 @@ def judge(raw: str, question: str, phrase: str, max_chars: int = 200) -> tuple[s
     answer (:func:`~kbqa.answers.cleanup.clean_answer`, at most ``max_chars`` characters), or
     the abstention ``phrase`` when :func:`is_abstention` says so or nothing is left after
     cleaning."""
-    answer = clean_answer(raw, max_chars)
-    # judged on the answer line only: "ঢাকা\n(not mentioned elsewhere)" is an answer
-    abstained = not answer or is_abstention(answer, phrase, question)
-    return (phrase if abstained else answer), abstained
+    line = clean_answer(raw, max(max_chars, len(raw)))
+    # judged on the answer line only ("ঢাকা\n(not mentioned elsewhere)" is an answer), and
+    # before the cut to max_chars (a phrase cut to "Conte" is still an abstention)
+    abstained = not line or is_abstention(line, phrase, question)
+    return (phrase if abstained else clean_answer(raw, max_chars)), abstained

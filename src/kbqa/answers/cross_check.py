@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from kbqa.answers.extract import Extraction
 from kbqa.retrieval.tokenizer import tokenize
+from kbqa.text import normalize_text
 
 AUTO_LANGUAGES = frozenset({"bn"})
 """Languages whose answers ``cross_check="auto"`` may change (measured to help there)."""
@@ -56,8 +57,16 @@ def agrees(answer: str, found: Extraction) -> bool:
     return bool(words) and words <= set(tokenize(found.sentence))
 
 
-YES_NO_WORDS = frozenset({"হ্যাঁ", "হ্যা", "না", "yes", "no"})
-"""Answers that answer a yes/no question (lower-cased)."""
+YES_NO_WORDS = frozenset({"হ্যাঁ", "হ্যা", "হাঁ", "না", "yes", "no"})
+"""Answers that answer a yes/no question (compared after :func:`_bare`)."""
+_EDGE = " \t\n।.,;:!?\"'“”‘’()"
+
+
+def _bare(text: str) -> str:
+    """``text`` normalised (NFC, no format characters), lower-cased, without edge punctuation."""
+    return normalize_text(text).strip(_EDGE).lower()
+
+
 WIDER_SPAN_TYPES = frozenset({"list", "other"})
 """Question types (:func:`kbqa.answers.language.question_type`) whose agreeing answers take the
 extractor's span unless that span lies inside the answer. The reader stops early on them
@@ -74,7 +83,7 @@ def prefer_extractor(answer: str, found: Extraction, question_type: str) -> bool
     and for a question of :data:`WIDER_SPAN_TYPES` unless every word of the extractor's span is
     already in ``answer``."""
     if question_type == "yes/no":
-        return answer.strip().lower() not in YES_NO_WORDS
+        return _bare(answer) not in YES_NO_WORDS
     if question_type in WIDER_SPAN_TYPES:
         return not set(found.answer.split()) <= set(answer.split())
     return False
@@ -104,13 +113,15 @@ def decide(
         abstention) and the route status (see :func:`cross_check`).
     """
     coverage = found.coverage if found else 0.0
+    if found is not None and not _bare(found.answer):
+        found = None  # a span of blanks or punctuation is no span (its sentence still counts)
     if abstained:
-        if found and found.answer and coverage >= answer_from:
+        if found and coverage >= answer_from:
             return found.answer, False, "cross_check: answered"
         return answer, True, "cross_check: kept abstention"
     if coverage < abstain_below:
         return abstention_phrase, True, "cross_check: abstained"
-    if found is None or not found.answer:
+    if found is None:
         return answer, False, "cross_check: no span"
     if agrees(answer, found):
         if prefer_extractor(answer, found, question_type):

@@ -24,6 +24,12 @@ def make_context(settings: dict[str, Any]) -> Any:
         fail(str(exc))
 
 
+def out_of_memory(exc: MemoryError, ctx: Any) -> str:
+    """The error for a model or context window that does not fit in memory."""
+    return (f"not enough memory to load the model with a {ctx.n_ctx}-token context window "
+            f"({exc or 'MemoryError'}); a smaller --n-ctx needs less")  # fmt: skip
+
+
 def load_models(ctx: Any) -> None:
     """Load the index, the reader and (when on) the verifier before the first question, so a
     misspelt model name or a bad adapter is an error said once; a reader that cannot load is a
@@ -76,6 +82,8 @@ def ask(
         total_s = time.perf_counter() - t0
     except (KBQAError, ValueError) as exc:
         fail(str(exc))
+    except MemoryError as exc:
+        fail(out_of_memory(exc, ctx))
     finally:
         flush_traces()
     if as_json:

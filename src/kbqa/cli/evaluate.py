@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from kbqa.cli.app import app, fail
-from kbqa.cli.ask import make_context
+from kbqa.cli.ask import make_context, out_of_memory
 from kbqa.cli.settings import context_options, option_args
 from kbqa.errors import KBQAError, ModelError
 
@@ -42,7 +42,7 @@ def _default_run_dir(
     from kbqa.evals.run_dir import index_identity
 
     data_tag = f"{questions.resolve().parent.name}-{questions.stem}"
-    what = "ablate" if ablate else "models" if models else model_tag(model)
+    what = "ablate" if ablate else "models" if models is not None else model_tag(model)
     strategy = (index_identity(index_dir) or {}).get("strategy")
     suffix = f"-{strategy}" if strategy and strategy != "coverage" else ""
     return Path("runs") / f"eval-{data_tag}-{what}{suffix}"
@@ -104,11 +104,11 @@ def eval_run(
             fail(f"--{name} must be > 0, got {value}")
     if max_concurrency < 1:
         fail(f"--max-concurrency must be >= 1, got {max_concurrency}")
-    if ablate and models:
+    if ablate and models is not None:
         fail("use --ablate or --models, not both")
     ctx = make_context(settings)
     run_dir = out or _default_run_dir(questions, ctx.model, ablate, models, Path(ctx.index_dir))
-    if ctx.use_llm and not models:
+    if ctx.use_llm and models is None:
         from kbqa.llm.models import check_model_name
 
         try:  # a misspelt model or a bad adapter stops the run before any question
@@ -125,11 +125,18 @@ def eval_run(
                 err=True,
             )
         qs = select(all_qs, limit=limit, sample=sample, seed=seed)
-        if models:
-            shared = [str(questions), "--seed", str(seed)]
+        if models is not None:
+            shared = [
+                str(questions),
+                "--seed",
+                str(seed),
+                "--max-concurrency",
+                str(max_concurrency),
+            ]
             shared += ["--sample", str(sample)] if sample else []
             shared += ["--limit", str(limit)] if limit else []
             shared += ["--overwrite"] if overwrite else []
+            shared += [] if report else ["--no-report"]
             _compare_models(models, settings, shared, run_dir, report=report)
             return
         config = run_config(
@@ -158,6 +165,8 @@ def eval_run(
             typer.echo(f"report: {write_report(run_dir, run.records, run.summary)}")
     except (KBQAError, ValueError, OSError) as exc:
         fail(str(exc))
+    except MemoryError as exc:
+        fail(out_of_memory(exc, ctx))
     except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, or SIGTERM (see main)
         _interrupted(exc, Path(run_dir), len(qs))
     finally:

@@ -81,7 +81,11 @@ def retrieve_records(
     question: str, k: int, ctx: Context, strategy: str | None = None
 ) -> list[RetrievedRecord]:
     """Run the shared retriever (of ``strategy``'s sub-index) with the context's fusion
-    settings."""
+    settings.
+
+    Raises:
+        ValueError: The retriever returned a chunk id its chunks do not hold.
+    """
     retriever = retriever_for(ctx, strategy)
     hits = retriever.retrieve(
         question,
@@ -93,6 +97,12 @@ def retrieve_records(
         pad_previous=ctx.pad_previous,
     )
     chunks = retriever.chunks
+    for h in hits:
+        if not isinstance(h.chunk_id, int) or not 0 <= h.chunk_id < len(chunks):
+            raise ValueError(
+                f"the retriever returned chunk id {h.chunk_id!r}, but its chunks are numbered "
+                f"0 to {len(chunks) - 1}"
+            )
     return [
         {
             "chunk_id": h.chunk_id,

@@ -48,7 +48,8 @@ def fallback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Retrieve ``k`` chunks from the precision index and answer with the precision prompt."""
     started = time.perf_counter()
     ctx = context_of(runtime)
-    if not _has_precision(ctx.index_dir):
+    if ctx.retriever is not None or not _has_precision(ctx.index_dir):
+        # a retriever handed in has no precision sub-index of its own
         return visited("fallback", started, "fallback: unavailable")
     chunks = chunks_of(ctx, PRECISION)  # a broken one: "fallback: failed"
     records = retrieve_records(state["question"], ctx.k, ctx, PRECISION)

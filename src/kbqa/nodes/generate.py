@@ -18,7 +18,9 @@ log = logging.getLogger("kbqa.generate")
 
 
 def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Answer from ``retrieved``; sets ``raw_answer`` and ``context_chunk_ids``.
+    """Answer from ``retrieved``; sets ``raw_answer`` and ``context_chunk_ids``. With nothing
+    retrieved the reader is not called: the answer is the abstention phrase and the route
+    records ``generate: no context``.
 
     Raises:
         ValueError: The question alone does not fit the context window (the caller's to fix).
@@ -27,6 +29,9 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = context_of(runtime)
     records = state.get("retrieved", [])
     passages = chunk_passages(chunks_of(ctx), records)
+    if not passages:  # nothing retrieved: nothing to read, so nothing to ask the reader
+        return {"raw_answer": ctx.abstention_phrase, "context_chunk_ids": [],
+                **visited("generate", started, "generate: no context")}  # fmt: skip
     try:
         raw, kept, _ = answer_state(state, ctx, passages)
     except ValueError:

@@ -15,7 +15,6 @@ import argparse
 import random
 from pathlib import Path
 
-from kbqa.finetune.data import read_examples
 from kbqa.finetune.evaluate import (
     THRESHOLDS,
     abstention_curve,
@@ -23,6 +22,7 @@ from kbqa.finetune.evaluate import (
     load_reader,
     score_reader,
 )
+from kbqa.finetune.examples import read_examples
 from kbqa.llm.lora import ADAPTER_FILE
 from kbqa.llm.models import resolve_model
 

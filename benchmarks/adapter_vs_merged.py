@@ -15,8 +15,8 @@ from pathlib import Path
 
 from safetensors.torch import load_file
 
-from kbqa.finetune.data import read_examples
 from kbqa.finetune.evaluate import load_reader, score_reader
+from kbqa.finetune.examples import read_examples
 from kbqa.finetune.export import export_checkpoint, lora_tensor_pairs, write_merged_gguf
 from kbqa.llm.models import resolve_model
 

@@ -25,8 +25,8 @@ from reader_only import run as reader_only
 
 from kbqa.context import Context
 from kbqa.evals.datasets import load_questions, select
-from kbqa.finetune.data import read_examples
 from kbqa.finetune.evaluate import load_reader, score_reader
+from kbqa.finetune.examples import read_examples
 from kbqa.finetune.export import export_checkpoint
 from kbqa.llm.models import resolve_model
 from kbqa.resources import load_retriever

@@ -17,7 +17,7 @@ from typing import Any
 
 from kbqa.finetune.base import load_base
 from kbqa.finetune.config import ReaderConfig
-from kbqa.finetune.data import read_examples
+from kbqa.finetune.examples import read_examples
 from kbqa.finetune.train import lora_model
 from kbqa.llm.models import MODELS, resolve_model
 
@@ -53,7 +53,8 @@ def main() -> None:
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    from kbqa.finetune.train import LeftPadCollator, _trainer_classes, encode_example
+    from kbqa.finetune.loss import LeftPadCollator, encode_example
+    from kbqa.finetune.train import _trainer_classes
 
     examples = [e for e in read_examples(Path(args.examples)) if e.split == "train"][: args.steps]
     gguf = resolve_model("gemma3-270m")[0]

@@ -14,14 +14,8 @@ from kbqa.context import Context
 from kbqa.evals.datasets import Question
 from kbqa.evals.metrics import answer_in_context
 from kbqa.finetune.config import ReaderConfig, parse_duration
-from kbqa.finetune.data import (
-    ExampleBuilder,
-    TrainingQuestion,
-    build_examples,
-    read_examples,
-    split_by_document,
-    write_examples,
-)
+from kbqa.finetune.data import ExampleBuilder, TrainingQuestion, build_examples, split_by_document
+from kbqa.finetune.examples import read_examples, write_examples
 from kbqa.llm.fake import ScriptedChatModel
 from kbqa.nodes.common import chunk_passages, retrieve_records
 from kbqa.prompts import ABSTENTION_PHRASE, prompt_text

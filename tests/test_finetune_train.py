@@ -11,7 +11,7 @@ import pytest
 from conftest import tiny_gemma_base
 
 from kbqa.finetune.config import ReaderConfig
-from kbqa.finetune.data import ReaderExample
+from kbqa.finetune.examples import ReaderExample
 from kbqa.prompts import ABSTENTION_PHRASE
 
 torch = pytest.importorskip("torch")
@@ -70,7 +70,7 @@ def _examples(n: int) -> list[ReaderExample]:
 
 
 def test_collator_masks_prompt_and_padding(tiny: tuple[Path, Any]) -> None:
-    from kbqa.finetune.train import IGNORE, LeftPadCollator, encode_example
+    from kbqa.finetune.loss import IGNORE, LeftPadCollator, encode_example
 
     _, tok = tiny
     feats = [encode_example(tok, e) for e in _examples(3)]
@@ -87,7 +87,7 @@ def test_collator_masks_prompt_and_padding(tiny: tuple[Path, Any]) -> None:
 def test_answer_loss_counts_answer_tokens_only(tiny: tuple[Path, Any]) -> None:
     import torch.nn.functional as F
 
-    from kbqa.finetune.train import IGNORE, LeftPadCollator, answer_loss, encode_example
+    from kbqa.finetune.loss import IGNORE, LeftPadCollator, answer_loss, encode_example
 
     path, tok = tiny
     model = _tiny_model(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
+from kbqa.errors import IndexLoadError
 from kbqa.llm.models import QUALITY_MODEL, load_chat_model, model_installed
 from kbqa.retrieval.embedders import load_embedder
 from kbqa.retrieval.index import DENSE, load_index
@@ -47,12 +48,20 @@ def load_retriever(index_dir: str, embedder: str, strategy: str | None = None) -
 
 def retriever_for(ctx: Context, strategy: str | None = None) -> Retriever:
     """The run's retriever: ``ctx.retriever`` when one was handed in, else the shared one loaded
-    from ``ctx.index_dir`` (``strategy="precision"``: the fallback's, always from the index).
+    from ``ctx.index_dir`` (``strategy="precision"``: the fallback's sub-index).
 
     A BM25-only retriever is reloaded once ``kbqa index --continue`` has added the index's dense
     part, so a long-running chat or server picks the dense vectors up.
+
+    Raises:
+        IndexLoadError: A sub-index (``strategy``) asked of a retriever handed in; see also
+            :func:`load_retriever`.
     """
-    if strategy is None and ctx.retriever is not None:
+    if ctx.retriever is not None:
+        if strategy is not None:  # never mix a handed-in knowledge base with index_dir's
+            raise IndexLoadError(
+                f"a retriever handed in through Context has no {strategy!r} sub-index"
+            )
         return ctx.retriever  # type: ignore[no-any-return]
     retriever = load_retriever(ctx.index_dir, ctx.embedder, strategy)
     if not retriever.dense_ready and (retriever.index.path / DENSE).is_file():

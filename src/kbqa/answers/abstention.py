@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import regex
 
-from kbqa.answers.cleanup import clean_answer
+from kbqa.answers.cleanup import clean_answer, cut_answer
 from kbqa.answers.language import question_type
 from kbqa.text import normalize_text
 
@@ -159,8 +159,8 @@ def judge(raw: str, question: str, phrase: str, max_chars: int = 200) -> tuple[s
     answer (:func:`~kbqa.answers.cleanup.clean_answer`, at most ``max_chars`` characters), or
     the abstention ``phrase`` when :func:`is_abstention` says so or nothing is left after
     cleaning."""
-    line = clean_answer(raw, max(max_chars, len(raw)))
+    line = clean_answer(raw, max_chars=len(raw))
     # judged on the answer line only ("ঢাকা\n(not mentioned elsewhere)" is an answer), and
     # before the cut to max_chars (a phrase cut to "Conte" is still an abstention)
     abstained = not line or is_abstention(line, phrase, question)
-    return (phrase if abstained else clean_answer(raw, max_chars)), abstained
+    return (phrase if abstained else cut_answer(line, max_chars)), abstained

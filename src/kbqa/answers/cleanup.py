@@ -42,11 +42,16 @@ def clean_answer(raw: str, max_chars: int = 200) -> str:
         if candidate and candidate.lower().rstrip("ঃ:") not in _BARE_LABELS:
             line = candidate
             break
-    line = " ".join(_CITATION.sub(" ", line).split())
-    if len(line) > max_chars:
-        cut = line.rfind(" ", 0, max_chars)
-        line = line[: cut if cut > max_chars // 2 else max_chars]
-    return line
+    return cut_answer(" ".join(_CITATION.sub(" ", line).split()), max_chars)
+
+
+def cut_answer(answer: str, max_chars: int) -> str:
+    """``answer`` cut to ``max_chars`` characters, at a word boundary when one is in its second
+    half."""
+    if len(answer) <= max_chars:
+        return answer
+    cut = answer.rfind(" ", 0, max_chars)
+    return answer[: cut if cut > max_chars // 2 else max_chars]
 
 
 _EXPLANATION = regex.compile(

@@ -24,20 +24,18 @@ Questions are split 80/20 by document (``val_fraction``, ``seed``): no validatio
 trained on. The retrieval index holds the whole training knowledge base, so a validation
 document can appear as a distractor in a training prompt, as any page of a knowledge base can.
 
-Length: most of it is one class, :class:`ExampleBuilder` (span, abstention and yes/no examples over
-one retriever); the yes/no rules are in :mod:`kbqa.finetune.yesno`.
+The example record and its JSON Lines file are in :mod:`kbqa.finetune.examples`; the yes/no
+rules in :mod:`kbqa.finetune.yesno`. Length: most of this module is one class,
+:class:`ExampleBuilder` (span, abstention and yes/no examples over one retriever).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import random
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from kbqa.answers.language import detect_language, question_type
 from kbqa.answers.normalize import answer_in_context
@@ -45,6 +43,7 @@ from kbqa.context import Context
 from kbqa.corpus.loaders import read_jsonl_objects
 from kbqa.errors import InputError
 from kbqa.evals.datasets import Question, load_questions
+from kbqa.finetune.examples import KINDS, PROMPT_STYLE, ReaderExample
 from kbqa.finetune.yesno import SENTENCE_END, TRAILING, same_kind, yes_no_question
 from kbqa.nodes.common import chunk_passages, retrieve_records
 from kbqa.prompts import ABSTENTION_PHRASE, CONTEXT_MARKER, Passage
@@ -55,11 +54,8 @@ from kbqa.state import RetrievedRecord
 
 log = logging.getLogger("kbqa.finetune")
 
-KINDS = ("span", "abstain", "yes", "no")
 YES = {"bn": "হ্যাঁ", "en": "Yes"}
 NO = {"bn": "না", "en": "No"}
-PROMPT_STYLE = "tuned"
-"""The prompt style a fine-tuned reader is trained and served with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,45 +64,6 @@ class TrainingQuestion:
 
     question: Question
     evidence: str = ""
-
-
-@dataclass(slots=True)
-class ReaderExample:
-    """One supervised reader example.
-
-    Attributes:
-        qid: Source question id (with ``#yes`` / ``#no`` / ``#neg`` for derived examples).
-        kind: ``span``, ``abstain``, ``yes`` or ``no``.
-        split: ``train`` or ``val``.
-        doc_id: The source question's document.
-        question: The question as shown in the prompt.
-        prompt: The exact text the reader reads (:func:`kbqa.prompts.answer.prompt_text`).
-        target: What it must answer (no leading space, no end-of-sequence).
-        answers: Gold alternatives (empty for ``abstain``), for scoring generations.
-        question_type: The classify node's type.
-        language: ``bn`` or ``en``.
-        context_chunk_ids: Chunks of the training index in the prompt, in order.
-        gold_rank: Rank of the first hit holding the answer (0: none, for ``abstain``).
-        gold_inserted: True when retrieval missed the answer and the gold chunk was put in.
-    """
-
-    qid: str
-    kind: str
-    split: str
-    doc_id: str
-    question: str
-    prompt: str
-    target: str
-    answers: list[str]
-    question_type: str
-    language: str
-    context_chunk_ids: list[int] = field(default_factory=list)
-    gold_rank: int = 0
-    gold_inserted: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON Lines."""
-        return asdict(self)
 
 
 @dataclass(slots=True)
@@ -437,35 +394,3 @@ def build_examples(
             stats.count(ex)
             out.append(ex)
     return out, stats
-
-
-def write_examples(path: Path, examples: Iterable[ReaderExample]) -> None:
-    """Write examples as JSON Lines (atomically)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for ex in examples:
-            fh.write(json.dumps(ex.to_dict(), ensure_ascii=False) + "\n")
-    tmp.replace(path)
-
-
-def read_examples(path: Path) -> Iterator[ReaderExample]:
-    """Read examples written by :func:`write_examples`.
-
-    Raises:
-        InputError: A line that is not an example object.
-    """
-    for lineno, obj in read_jsonl_objects(path):
-        if isinstance(obj, InputError):
-            raise obj
-        try:
-            yield ReaderExample(**obj)
-        except TypeError as exc:
-            raise InputError(f"{path}:{lineno}: not a reader example: {exc}") from None
-
-
-def kind_counts(examples: Iterable[ReaderExample]) -> dict[str, Counter[str]]:
-    """``split -> Counter(kind)``."""
-    out: dict[str, Counter[str]] = {}
-    for ex in examples:
-        out.setdefault(ex.split, Counter())[ex.kind] += 1
-    return out

@@ -18,7 +18,7 @@ from typing import Any
 from kbqa.answers.abstention import judge
 from kbqa.context import Context
 from kbqa.evals.metrics import exact_match, max_over_golds, token_f1
-from kbqa.finetune.data import ReaderExample
+from kbqa.finetune.examples import ReaderExample
 from kbqa.prompts import ANSWER_STOP
 
 

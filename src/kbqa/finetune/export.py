@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kbqa.errors import InputError
-from kbqa.finetune.data import PROMPT_STYLE
+from kbqa.finetune.examples import PROMPT_STYLE
 from kbqa.llm.cache import file_sha256
 from kbqa.llm.lora import ADAPTER_FILE, KV_BASE_SHA256, KV_PROMPT_STYLE, MANIFEST_FILE
 from kbqa.llm.models import MODELS, resolve_model

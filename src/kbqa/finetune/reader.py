@@ -28,15 +28,12 @@ from kbqa.context import Context
 from kbqa.errors import InputError
 from kbqa.finetune.config import LORA_TARGETS, ReaderConfig
 from kbqa.finetune.data import (
-    PROMPT_STYLE,
     ExampleBuilder,
-    ReaderExample,
     build_examples,
     load_training_questions,
-    read_examples,
     split_by_document,
-    write_examples,
 )
+from kbqa.finetune.examples import PROMPT_STYLE, ReaderExample, read_examples, write_examples
 from kbqa.finetune.train import last_checkpoint
 from kbqa.llm.cache import file_sha256
 from kbqa.llm.models import MODELS, resolve_model

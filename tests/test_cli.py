@@ -76,6 +76,20 @@ def test_index_built_by_another_embedder(tiny_index: Path) -> None:
     assert code == 0, text
 
 
+def test_ask_says_web_search_is_off_when_a_question_ends_unanswered(both_index: Path) -> None:
+    result = runner.invoke(app, ["ask", "মঙ্গল গ্রহের প্রথম মেয়রের ফোন নম্বর কত?", "--index",
+                                 str(both_index), "--model", "fake/abstain", "--embedder",
+                                 "fake/hash"])  # fmt: skip
+    assert "abstained: true" in result.stdout
+    assert result.exit_code == 0, result.output
+    assert "web search is off" in result.stderr and "--web-search ddgs" in result.stderr
+    assert "web search is off" not in result.stdout and "web_search" not in result.stdout
+    answered = runner.invoke(app, ["ask", "বাংলাদেশের রাজধানী কোথায়?", "--index",
+                                   str(both_index), "--model", "fake/script:ঢাকা", "--embedder",
+                                   "fake/hash"])  # fmt: skip
+    assert answered.exit_code == 0 and "web search is off" not in answered.output
+
+
 def test_bm25_first_index_answers_then_continues(tmp_path: Path, kb_file: Path) -> None:
     out = tmp_path / "idx"
     code, text = run("index", str(kb_file), "--out", str(out), "--embedder", "hash",

@@ -10,7 +10,7 @@ import pytest
 from pydantic import Field
 
 from kbqa.answers.reading import generate_answer
-from kbqa.answers.snap import snap_to_span
+from kbqa.answers.snap import complete_last_word, ground_answer, grounded, snap_to_span
 from kbqa.context import Context
 from kbqa.llm.fake import ScriptedChatModel
 from kbqa.llm.grounding import SpanConstraint
@@ -165,3 +165,39 @@ def test_the_readers_own_threshold_applies_unless_the_context_sets_one() -> None
     assert seen[0]["abstention_phrase"] == ABSTENTION_PHRASE
     assert seen[1]["abstention_threshold"] == 0.7  # the context overrides it
     assert "abstention_threshold" not in seen[2]  # 0: plain greedy decoding
+
+
+PASSAGES = [
+    "সাউদার্ন ক্যালিফোর্নিয়া বিশ্ববিদ্যালয় এবং ইউএস আর্মি রিসার্চ ল্যাবরেটরি একসঙ্গে কাজ করে।",
+    "Mercury melts at -38.83 °C.",
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("ইউএস আর্মি রিসার্চ ল্যাবরেটরি", "ইউএস আর্মি রিসার্চ ল্যাবরেটরি"),  # a span
+        ("-38.83 °C", "-38.83 °C"),
+        ("mercury MELTS", "mercury MELTS"),  # normalised: case
+        ("ইউএস আর্মি রিসার্চ ল্যাবরেট", "ইউএস আর্মি রিসার্চ ল্যাবরেটরি"),  # cut off by the budget
+        ("1920°C", ""),  # invented (a real reply of the untuned 270M reader)
+        ("1000000000000000000000000000000", ""),
+        ("ল্যাবরেট", "ল্যাবরেটরি"),
+        ("রেটরি", ""),  # inside a word, not its start
+        ("হ্যাঁ", "হ্যাঁ"),  # yes/no words need no passage
+        ("No", "No"),
+    ],
+)
+def test_ground_answer_keeps_only_what_a_passage_holds(answer: str, expected: str) -> None:
+    assert ground_answer(answer, PASSAGES) == expected
+
+
+def test_ground_answer_without_passages_has_nothing_to_check() -> None:
+    assert ground_answer("1920°C", []) == "1920°C"
+
+
+def test_grounded_is_whole_words() -> None:
+    assert grounded("Seine", ["It lies on the Seine."])
+    assert not grounded("Sei", ["It lies on the Seine."])
+    assert not grounded("", ["It lies on the Seine."])
+    assert complete_last_word("lies on the Sei", ["It lies on the Seine."]) == "lies on the Seine"

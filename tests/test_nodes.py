@@ -7,7 +7,7 @@ from kbqa.answers.cleanup import clean_answer
 from kbqa.answers.language import detect_language, question_type
 from kbqa.answers.reading import stream_until_abstention
 from kbqa.llm.fake import ScriptedChatModel
-from kbqa.prompts import ABSTENTION_PHRASE, Passage
+from kbqa.prompts import ABSTENTION_PHRASE, ABSTENTION_PHRASE_EN, Passage
 from kbqa.prompts.budget import fit_prompt
 
 P = ABSTENTION_PHRASE
@@ -39,6 +39,15 @@ def test_abstentions_are_detected(answer: str) -> None:
 )
 def test_answers_are_not_abstentions(answer: str) -> None:
     assert not is_abstention(answer, P, question="প্রশ্ন?")
+
+
+@pytest.mark.parametrize("phrase", [P, "N/A", "Not in the KB"])
+@pytest.mark.parametrize("answer", [ABSTENTION_PHRASE_EN, "no information in the context.", P])
+def test_both_languages_fixed_phrases_are_abstentions_whatever_the_runs_phrase(
+    answer: str, phrase: str
+) -> None:
+    assert is_abstention(answer, phrase, question="What is the boiling point of mercury?")
+    assert not is_abstention("Information Age", phrase)
 
 
 @pytest.mark.parametrize(

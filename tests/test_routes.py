@@ -16,6 +16,7 @@ import pytest
 from kbqa.context import MAX_RETRIES, Context
 from kbqa.graph import graph
 from kbqa.prompts import ABSTENTION_PHRASE as ABST
+from kbqa.prompts import ABSTENTION_PHRASE_EN as ABST_EN
 from kbqa.retrieval.web import (
     DDGSWebSearch,
     StaticWebSearch,
@@ -80,6 +81,18 @@ def test_an_ungrounded_correction_is_refused(both_index: Path) -> None:
     assert out["verified_answer"] == "কলকাতা শহর"
 
 
+def test_the_verifier_prompt_is_budgeted_in_the_verifiers_tokens(both_index: Path) -> None:
+    # the reader fills its window with passages; the verifier's prompt is longer (its instruction,
+    # the candidate), so the same passages would overflow it ("Requested tokens ... exceed")
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", n_ctx=260, web_search="off",
+                  model=script("এখানে কিছু তথ্য", "এখানে কিছু তথ্য"), cross_check="off",
+                  verify=True)  # fmt: skip
+    out = graph.invoke({"question": "বাক্য নম্বর ৫ এখানে কী তথ্য আছে?"}, context=ctx)
+    assert out["context_chunk_ids"]
+    assert out["route"] == [*HEAD, "verify", "finalize"], out.get("route")
+    assert out["verified_answer"] == "এখানে কিছু তথ্য"
+
+
 def test_abstain_then_retry_answers(both_index: Path) -> None:
     out = run(both_index, script(ABST, "ঢাকা", "ঢাকা"))
     assert out["route"] == [*HEAD, *RETRY, "verify", "finalize"]
@@ -112,6 +125,62 @@ def test_web_search_answers_from_quoted_results(both_index: Path) -> None:
         {"doc_id": "https://en.wikipedia.org/wiki/Dhaka", "title": "Dhaka - Wikipedia",
          "url": "https://en.wikipedia.org/wiki/Dhaka", "chunk_id": -1, "score": 0.0}
     ]  # fmt: skip
+
+
+def test_a_web_answer_no_snippet_holds_is_not_taken(both_index: Path) -> None:
+    out = run(both_index, script(ABST, ABST, ABST, ABST, "চট্টগ্রাম"), web_search="test-web")
+    assert out["route"] == [
+        *HEAD, *RETRY, "verify", "fallback", "web_search", "web: ungrounded", "finalize"
+    ]  # fmt: skip
+    assert (out["answer"], out["abstained"], out["answered_by"]) == (ABST, True, "abstained")
+    assert out["stage_answers"][-1] == {"stage": "web_search", "answer": ABST, "abstained": True}
+
+
+def test_web_search_is_off_unless_asked(both_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KBQA_WEB_SEARCH", raising=False)
+    assert Context().web_search == "off"
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", model=script(ABST),
+                  cross_check="off")  # fmt: skip
+    out = graph.invoke({"question": QUESTION}, context=ctx)
+    assert "web_search" not in out["route"] and out["route"][-1] == "finalize"
+    assert out["web_query"] == ""  # the question's words went nowhere
+
+
+@pytest.mark.parametrize(
+    ("question", "invented", "phrase"),
+    [
+        ("মঙ্গল গ্রহের প্রথম মেয়রের ফোন নম্বর কত?", "1000000000000000000000000000000", ABST),
+        # an English question gets the English abstention
+        ("What is the boiling point of mercury?", "1920°C", ABST_EN),
+    ],
+)
+def test_an_answer_in_no_passage_is_not_an_answer(
+    both_index: Path, question: str, invented: str, phrase: str
+) -> None:
+    # replies the untuned 270M reader gave to questions the knowledge base cannot answer
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", model=script(invented),
+                  web_search="off", verify=False, cross_check="off")  # fmt: skip
+    out = graph.invoke({"question": question}, context=ctx)
+    assert out["route"][-2:] == ["finalize", "finalize: ungrounded"]
+    assert (out["answer"], out["abstained"], out["answered_by"]) == (phrase, True, "abstained")
+    assert out["raw_answer"] == invented
+
+
+def test_fallback_records_the_chunks_it_read(both_index: Path) -> None:
+    from kbqa.resources import retriever_for
+
+    out = run(both_index, script(ABST, ABST, ABST, "ঢাকা"))
+    assert out["answered_by"] == "fallback" and out["context_index"] == "precision"
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", web_search="off")
+    precision = retriever_for(ctx, "precision").chunks
+    cited = [s["chunk_id"] for s in out["sources"]]
+    assert cited and set(cited) <= set(out["context_chunk_ids"])
+    assert any("ঢাকা" in precision[c].text for c in out["context_chunk_ids"])
+    # a new question starts from the primary index again
+    plain = Context(index_dir=str(both_index), embedder="fake/hash", model=script("ঢাকা"),
+                    web_search="off", verify=False, cross_check="off")  # fmt: skip
+    again = graph.invoke({"question": QUESTION, **out}, context=plain)
+    assert again["context_index"] == "" and again["answered_by"] == "generate"
 
 
 def test_an_index_without_precision_part_skips_the_fallback(tiny_index: Path) -> None:
@@ -154,12 +223,13 @@ def test_the_cross_check_leaves_english_alone_unless_on(both_index: Path) -> Non
     ctx = {"index_dir": str(both_index), "embedder": "fake/hash", "web_search": "off",
            "verify": False}  # fmt: skip
     question = {"question": "What is Paris the capital of?"}
-    auto = graph.invoke(question, context=Context(**ctx, model=script("nowhere")))
+    # "Seine" is in the context, not in the sentence the question points at
+    auto = graph.invoke(question, context=Context(**ctx, model=script("Seine")))
     assert auto["route"] == [*HEAD, "cross_check", "cross_check: skipped (en)", "finalize"]
-    assert auto["answer"] == "nowhere"
-    on = graph.invoke(question, context=Context(**ctx, model=script("nowhere"), cross_check="on"))
+    assert auto["answer"] == "Seine"
+    on = graph.invoke(question, context=Context(**ctx, model=script("Seine"), cross_check="on"))
     assert on["route"][4:6] == ["cross_check", "cross_check: extractor"]
-    assert on["answer"] != "nowhere" and on["answered_by"] == "cross_check"
+    assert on["answer"] == "France" and on["answered_by"] == "cross_check"
 
 
 def test_the_cross_check_answers_an_abstention_its_context_answers(both_index: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from kbqa.llm.grounding import DEFAULT_GROUNDING, GROUNDING_MODES
 from kbqa.llm.models import DEFAULT_MODEL, MODELS
-from kbqa.prompts import ABSTENTION_PHRASE
+from kbqa.prompts import ABSTENTION_PHRASE, ABSTENTION_PHRASE_EN
 from kbqa.retrieval.fusion import BM25_WEIGHT, DENSE_WEIGHT
 
 MAX_RETRIES = 3
@@ -97,7 +97,12 @@ class Context:
         default=True, metadata={"description": "Add the chunk before each hit as context."}
     )
     abstention_phrase: str = field(
-        default=ABSTENTION_PHRASE, metadata={"description": "Answer given when the KB lacks it."}
+        default=ABSTENTION_PHRASE,
+        metadata={"description": "Answer given when the KB lacks it (Bangla and other questions)."},
+    )
+    abstention_phrase_en: str = field(
+        default=ABSTENTION_PHRASE_EN,
+        metadata={"description": "Answer given to an English question when the KB lacks it."},
     )
     n_ctx: int = field(default=4096, metadata={"description": "LLM context window in tokens."})
     max_answer_tokens: int = field(
@@ -152,10 +157,11 @@ class Context:
         },
     )
     web_search: str = field(
-        default_factory=lambda: _env("KBQA_WEB_SEARCH", "ddgs"),
+        default_factory=lambda: _env("KBQA_WEB_SEARCH", "off"),
         metadata={
-            "description": "When still unanswered, search the web: ddgs (DuckDuckGo), off, or "
-            "static:PATH (a JSON file of results) (env KBQA_WEB_SEARCH)."
+            "description": "When still unanswered, search the web: off (the default: a "
+            "question's words leave the machine only when asked), ddgs (DuckDuckGo), "
+            "static:PATH (a JSON file of results) or a registered name (env KBQA_WEB_SEARCH)."
         },
     )
     web_timeout: float = field(
@@ -202,10 +208,9 @@ class Context:
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
-        if not self.abstention_phrase.strip():
-            raise ValueError(
-                "abstention_phrase must not be empty: it is the answer of an abstention"
-            )
+        for name in ("abstention_phrase", "abstention_phrase_en"):
+            if not getattr(self, name).strip():
+                raise ValueError(f"{name} must not be empty: it is the answer of an abstention")
         if not 0 <= self.max_retries <= MAX_RETRIES:
             raise ValueError(
                 f"max_retries must be between 0 and {MAX_RETRIES}, got {self.max_retries!r}"
@@ -253,6 +258,11 @@ class Context:
                 f"n_ctx ({self.n_ctx}) must be at least max_answer_tokens "
                 f"({self.max_answer_tokens}) + 64 to leave room for a prompt"
             )
+
+    def abstention_for(self, language: str | None) -> str:
+        """The abstention answer for a question in ``language`` (``en``: ``abstention_phrase_en``,
+        else ``abstention_phrase``)."""
+        return self.abstention_phrase_en if language == "en" else self.abstention_phrase
 
     @classmethod
     def field_names(cls) -> list[str]:

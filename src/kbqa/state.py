@@ -96,7 +96,10 @@ class OutputState(TypedDict, total=False):
         retrieval_mode: ``hybrid`` (BM25 and dense fused), ``bm25`` (an index without a dense
             part, ``--embedder none``) or ``bm25 (dense pending)`` (built BM25-first, its
             dense part not there yet: ``kbqa index --continue``).
-        context_chunk_ids: Chunks that fitted the LLM's token budget, in prompt order.
+        context_chunk_ids: Chunks that fitted the LLM's token budget, in prompt order, of the
+            sub-index ``context_index`` names.
+        context_index: Whose chunk ids ``context_chunk_ids`` are: ``""`` the primary index's,
+            ``"precision"`` the precision sub-index's (set by fallback, which read those last).
         raw_answer: The LLM's text before clean-up.
         stage_answers: Cleaned answer of every answering stage in order (``generate``,
             ``retry``, ...), so evaluations can attribute the final answer and count what each
@@ -126,6 +129,7 @@ class OutputState(TypedDict, total=False):
     retrieved: list[RetrievedRecord]
     retrieval_mode: str
     context_chunk_ids: list[int]
+    context_index: str
     raw_answer: str
     stage_answers: Annotated[list[StageAnswer], extend]
     question_coverage: float

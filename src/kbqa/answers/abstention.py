@@ -10,6 +10,7 @@ import regex
 
 from kbqa.answers.cleanup import clean_answer, cut_answer
 from kbqa.answers.language import question_type
+from kbqa.prompts.answer import ABSTENTION_PHRASE, ABSTENTION_PHRASE_EN
 from kbqa.text import normalize_text
 
 _NON_WORD = regex.compile(r"[^\p{L}\p{M}\p{N}]+")
@@ -83,11 +84,18 @@ def _norm(text: str) -> str:
 _NORMED_SUBSTRINGS = tuple(_norm(p) for p in ABSTENTION_SUBSTRINGS)
 
 
+FIXED_PHRASES = (ABSTENTION_PHRASE, ABSTENTION_PHRASE_EN)
+"""The built-in abstention answers of both languages: always recognised, whatever ``phrase``
+a run sets."""
+_NORMED_FIXED = tuple(_norm(p) for p in FIXED_PHRASES)
+
+
 def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
     """True when ``answer`` is an abstention.
 
     Matches, after expanding English contractions, NFC, lower-casing and dropping
-    punctuation: the empty answer, the fixed ``phrase`` as whole words anywhere in the answer
+    punctuation: the empty answer, the fixed ``phrase`` or one of :data:`FIXED_PHRASES` (Bangla,
+    English) as whole words anywhere in the answer
     (``N/A`` is not in ``Sudan Airways``) or cut off
     (a prefix of at least :data:`MIN_PHRASE_PREFIX` characters), a known paraphrase
     (``তথ্য নেই``, ``জানা যায়নি``, ``I don't know``, ``not mentioned``...) unless the answer
@@ -97,11 +105,13 @@ def is_abstention(answer: str, phrase: str, question: str = "") -> bool:
     norm = _norm(answer)
     if not norm:
         return True
-    fixed = _norm(phrase)  # empty for an empty phrase: then only the other rules apply
-    if (fixed and f" {fixed} " in f" {norm} ") or norm in ABSTENTION_EXACT:
+    if norm in ABSTENTION_EXACT:
         return True
-    if fixed and len(norm) >= MIN_PHRASE_PREFIX and fixed.startswith(norm):
-        return True
+    for fixed in {_norm(phrase), *_NORMED_FIXED}:  # an empty phrase: only the other rules
+        if fixed and f" {fixed} " in f" {norm} ":
+            return True
+        if fixed and len(norm) >= MIN_PHRASE_PREFIX and fixed.startswith(norm):
+            return True
     if _YES_NO_ANSWER.match(answer):
         return False
     if _has_paraphrase(norm):

@@ -2,7 +2,8 @@
 
 :func:`snap_to_span` replaces a free-form answer by the most similar context span (``snap``
 grounding, :mod:`kbqa.llm.grounding`); :func:`snap_to_context` restores the context's spelling of
-a date, number, code or degree (type-aware RAG seed).
+a date, number, code or degree (type-aware RAG seed); :func:`ground_answer` keeps an answer only
+when a passage holds it (:func:`grounded`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ _DEGREE = regex.compile(
 """Degree abbreviations (``PhD``, ``M.S.``, ``BSc``...) at the start of an answer."""
 _ASCII_TO_BENGALI = str.maketrans("0123456789", "০১২৩৪৫৬৭৮৯")
 _BENGALI_TO_ASCII = str.maketrans("০১২৩৪৫৬৭৮৯", "0123456789")
+YES_NO_WORDS = frozenset({"হ্যাঁ", "হ্যা", "না", "yes", "no"})
+"""Normalised yes/no answers: grounded by the question, not by a passage."""
 MAX_SNAP_CHARS = 60
 """Longer answers are left as the model wrote them."""
 
@@ -145,3 +148,50 @@ def snap_to_context(answer: str, question_type: str, passages: list[str]) -> str
         if m := pattern.search(text):
             return str(m.group(0))
     return answer
+
+
+def grounded(answer: str, texts: Sequence[str]) -> bool:
+    """The answer occurs, as whole words, in one of ``texts``, both normalised
+    (:func:`~kbqa.answers.normalize.normalize_answer`: case, punctuation, Bangla digits).
+
+    The one grounding rule of the graph: verify takes a correction, web search an answer from
+    its snippets, and finalize any answer, only when it holds."""
+    norms = [f" {normalize_answer(t)} " for t in texts]
+    norm = normalize_answer(answer)
+    return bool(norm) and any(f" {norm} " in t for t in norms)
+
+
+def complete_last_word(answer: str, passages: Sequence[str]) -> str:
+    """The answer with a cut-off last word completed from the passage that holds it: a reader
+    stopped by its token budget ends ``... রিসার্চ ল্যাবরেট`` where the context says
+    ``ল্যাবরেটরি``. Returns ``answer`` unchanged when no passage holds it as a word-initial
+    string."""
+    core = answer.strip(_EDGE)
+    if not core:
+        return answer
+    pattern = regex.compile(
+        r"(?<![\p{L}\p{M}\p{N}])" + regex.escape(core) + r"[\p{L}\p{M}\p{N}]*", regex.I
+    )
+    for text in passages:
+        if m := pattern.search(text):
+            return str(m.group(0))
+    return answer
+
+
+def ground_answer(answer: str, passages: Sequence[str]) -> str:
+    """The answer if it is :func:`grounded` in ``passages`` (after :func:`complete_last_word`),
+    else ``""``: an answer that is in no passage the reader saw is not an answer (a 270M model
+    otherwise invents ``1920°C`` for a boiling point the knowledge base lacks). Yes/no words
+    (``হ্যাঁ``, ``না``, ``Yes``, ``No``) need no passage.
+
+    Args:
+        answer: The final short answer (not an abstention).
+        passages: The texts it was read from (chunks or web snippets); empty: nothing to check
+            against, and ``answer`` is returned.
+    """
+    if not passages or normalize_answer(answer) in YES_NO_WORDS:
+        return answer
+    if grounded(answer, passages):
+        return answer
+    completed = complete_last_word(answer, passages)
+    return completed if completed != answer and grounded(completed, passages) else ""

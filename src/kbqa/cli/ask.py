@@ -13,6 +13,12 @@ from kbqa.cli.settings import context_options
 from kbqa.errors import KBQAError, ModelError
 from kbqa.text import is_blank
 
+WEB_SEARCH_OFF = (
+    "note: web search is off, so the question stayed on this machine; --web-search ddgs "
+    "(or KBQA_WEB_SEARCH=ddgs) sends what the index cannot answer to DuckDuckGo"
+)
+"""Said once, on stderr, when a question ends unanswered with web search off (the default)."""
+
 
 def make_context(settings: dict[str, Any]) -> Any:
     """``Context(**settings)``, or exit with the error that names the bad value."""
@@ -86,6 +92,8 @@ def ask(
         fail(out_of_memory(exc, ctx))
     finally:
         flush_traces()
+    if out.get("abstained") and ctx.web_search == "off":
+        typer.echo(WEB_SEARCH_OFF, err=True)
     if as_json:
         typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return

@@ -30,7 +30,7 @@ OPTION_DECLS: dict[str, tuple[str, ...]] = {
 """Options spelled otherwise than ``--field-name``."""
 OPTION_ENV = {"index_dir": "KBQA_INDEX", "model": "KBQA_MODEL", "web_search": "KBQA_WEB_SEARCH"}
 """Options that fall back on an environment variable (as the ``Context`` field does)."""
-ENV_DEFAULTS: dict[str, Any] = {"index_dir": "index", "model": DEFAULT_MODEL, "web_search": "ddgs"}
+ENV_DEFAULTS: dict[str, Any] = {"index_dir": "index", "model": DEFAULT_MODEL, "web_search": "off"}
 """Defaults of the fields whose default is read from the environment at construction."""
 
 F = TypeVar("F", bound=Callable[..., Any])

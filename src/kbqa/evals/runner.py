@@ -79,6 +79,8 @@ def run_question(question: str, ctx: Context) -> dict[str, Any]:
     out["retrieved_doc_ids"] = docs
     out["retrieved_texts"] = [chunks[h.chunk_id].text for h in hits]
     read = out.get("context_chunk_ids", [])
+    if out.get("context_index"):  # the fallback read its own sub-index last
+        chunks = retriever_for(ctx, out["context_index"]).chunks
     out["context_text"] = "\n".join(chunks[c].text for c in read)
     out["context_doc_ids"] = list(dict.fromkeys(chunks[c].doc_id for c in read))
     return out
@@ -114,6 +116,7 @@ def make_record(
         "language": out.get("language"),
         "retrieved_doc_ids": out.get("retrieved_doc_ids", []),
         "context_chunk_ids": out.get("context_chunk_ids", []),
+        "context_index": out.get("context_index", ""),
         "context_doc_ids": out.get("context_doc_ids", []),
         # a question the graph could not run is wrong on every count, abstention included
         "scores": (

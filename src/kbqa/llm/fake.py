@@ -86,6 +86,9 @@ class ScriptedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         self._calls += 1
+        needed = self.get_num_tokens_from_messages(messages) + int(kwargs.get("max_tokens") or 0)
+        if needed > self.n_ctx:  # as llama.cpp refuses a prompt too long for its window
+            raise ValueError(f"Requested tokens ({needed}) exceed context window of {self.n_ctx}")
         if self.delay:
             time.sleep(self.delay)
         if self.mode == "fail":

@@ -21,6 +21,7 @@ PER_QUESTION: dict[str, Any] = {
     "answered_by": "",
     "retrieved": [],
     "context_chunk_ids": [],
+    "context_index": "",
     "raw_answer": "",
     "verified_answer": "",
     "verify_changed": False,

@@ -45,7 +45,10 @@ log = logging.getLogger("kbqa.fallback")
 
 @fail_soft("fallback", "fallback: failed")
 def fallback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Retrieve ``k`` chunks from the precision index and answer with the precision prompt."""
+    """Retrieve ``k`` chunks from the precision index and answer with the precision prompt;
+    set ``fallback_answer``, and ``context_chunk_ids`` (precision chunk ids) with
+    ``context_index="precision"``; on an answer, ``answer``, ``abstained=False``,
+    ``answered_by="fallback"`` and ``sources``."""
     started = time.perf_counter()
     ctx = context_of(runtime)
     if ctx.retriever is not None or not _has_precision(ctx.index_dir):
@@ -55,13 +58,16 @@ def fallback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     records = retrieve_records(state["question"], ctx.k, ctx, PRECISION)
     raw, kept, _ = answer_state(state, ctx, chunk_passages(chunks, records), PRECISION)
     answer, abstained = judge(raw, state["question"], ctx.abstention_phrase, ctx.max_answer_chars)
+    given = [records[i]["chunk_id"] for i in kept]
     update: dict[str, Any] = {
         "fallback_answer": answer,
+        # what the reader read last: the precision sub-index's chunks
+        "context_chunk_ids": given,
+        "context_index": PRECISION,
         "stage_answers": [{"stage": "fallback", "answer": answer, "abstained": abstained}],
         **visited("fallback", started),
     }
     if not abstained:
-        given = [records[i]["chunk_id"] for i in kept]
         update |= {
             "answer": answer,
             "abstained": False,

@@ -9,28 +9,25 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.answers.cleanup import YES_NO_IN, postprocess
-from kbqa.answers.snap import snap_to_context, snap_to_span
+from kbqa.answers.snap import ground_answer, snap_to_context, snap_to_span
 from kbqa.context import Context
 from kbqa.nodes.common import chunks_of, context_of, visited
 from kbqa.state import State
 
 
 def answer_passages(state: State, ctx: Context) -> list[str]:
-    """The texts the answer was read from: web snippets for ``web_search``, the precision
-    index's cited chunks for ``fallback``, else the prompt's chunks of the primary index; ``[]``
-    when the index cannot be opened."""
+    """The texts the answer was read from: web snippets for ``web_search``, else the prompt's
+    chunks (``context_chunk_ids`` of the ``context_index`` sub-index: the precision one after
+    fallback); ``[]`` when the index cannot be opened."""
     by = state.get("answered_by", "")
     if by == "web_search":
         return [r.get("snippet", "") for r in state.get("web_results", [])]
     try:
-        if by == "fallback":
-            chunks = chunks_of(ctx, "precision")
-            ids = [s["chunk_id"] for s in state.get("sources", [])]
-        else:
-            chunks = chunks_of(ctx)
-            ids = state.get("context_chunk_ids") or [
-                r["chunk_id"] for r in state.get("retrieved", [])
-            ]
+        sub_index = state.get("context_index") or None
+        chunks = chunks_of(ctx, sub_index)
+        ids = state.get("context_chunk_ids", [])
+        if not ids and sub_index is None:
+            ids = [r["chunk_id"] for r in state.get("retrieved", [])]
         return [chunks[i].text for i in ids if 0 <= i < len(chunks)]
     except Exception:  # no index (a graph run on state alone): nothing to snap to
         return []
@@ -39,9 +36,13 @@ def answer_passages(state: State, ctx: Context) -> list[str]:
 def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Post-process the answer (:func:`~kbqa.answers.cleanup.postprocess`; with
     ``grounding="snap"`` the closest context span, :func:`~kbqa.answers.snap.snap_to_span`; then
-    :func:`~kbqa.answers.snap.snap_to_context`), or give the abstention phrase."""
+    :func:`~kbqa.answers.snap.snap_to_context`), or give the abstention phrase of the
+    question's language (:meth:`~kbqa.context.Context.abstention_for`). An answer that no
+    passage it was read from holds (:func:`~kbqa.answers.snap.ground_answer`) becomes the
+    abstention, and the route records ``finalize: ungrounded``."""
     started = time.perf_counter()
     ctx = context_of(runtime)
+    status = None
     answer = state.get("answer", "")
     abstained = bool(state.get("abstained", True)) or not answer
     if not abstained:
@@ -52,11 +53,14 @@ def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         if ctx.grounding == "snap" and answer.lower() not in YES_NO_IN["en"]:
             answer = snap_to_span(answer, passages)
         answer = snap_to_context(answer, qtype, passages)
-        abstained = not answer
+        kept = ground_answer(answer, passages)
+        if answer and not kept:
+            status = "finalize: ungrounded"
+        answer, abstained = kept, not kept
     return {
-        "answer": ctx.abstention_phrase if abstained else answer,
+        "answer": ctx.abstention_for(state.get("language")) if abstained else answer,
         "abstained": abstained,
         # a final abstention was produced by no stage: attribution counts it apart
         "answered_by": "abstained" if abstained else state.get("answered_by", "generate"),
-        **visited("finalize", started),
+        **visited("finalize", started, status),
     }

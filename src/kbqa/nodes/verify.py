@@ -16,18 +16,14 @@ from langgraph.runtime import Runtime
 
 from kbqa.answers.abstention import judge
 from kbqa.answers.extract import extract_answer
-from kbqa.answers.normalize import answer_in_context, normalize_answer
+from kbqa.answers.normalize import normalize_answer
+from kbqa.answers.snap import grounded
 from kbqa.context import Context
 from kbqa.nodes.common import chunks_of, context_of, fail_soft, visited
 from kbqa.prompts import ANSWER_STOP, PLAIN_STYLES, Passage, render_verify_prompt
+from kbqa.prompts.budget import fit_passages, prompt_budget
 from kbqa.resources import verifier_for
 from kbqa.state import State
-
-
-def grounded(answer: str, texts: list[str]) -> bool:
-    """The answer occurs, as whole words, in one of ``texts``, both normalised
-    (:func:`~kbqa.answers.normalize.answer_in_context`: case, punctuation, Bangla digits)."""
-    return any(answer_in_context([answer], text) for text in texts)
 
 
 @fail_soft("verify", "verify: failed")
@@ -36,13 +32,17 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ``answer``, ``abstained``, ``raw_answer`` and ``answered_by="verify"`` too. The verifier
     confirms or corrects: its abstention on an answered candidate counts as no correction (the
     candidate stays), so only an abstention can become an answer here, never the other way
-    round. A correction is taken only when it is :func:`grounded` in the context; otherwise the
-    candidate stays and the route records ``verify: ungrounded``."""
+    round. The prompt holds the reader's passages that fit the verifier's window, counted in its
+    own tokens (:func:`~kbqa.prompts.budget.fit_passages`). A correction is taken only when it
+    is :func:`~kbqa.answers.snap.grounded` in the passages shown; otherwise the candidate stays
+    and the route records ``verify: ungrounded``."""
     started = time.perf_counter()
     ctx = context_of(runtime)
     chunks = chunks_of(ctx)
     given = state.get("context_chunk_ids", [])
-    passages = [Passage(chunks[c].title, chunks[c].text) for c in given]
+    rank = {r["chunk_id"]: r["rank"] for r in state.get("retrieved", [])}
+    passages = [(rank.get(c, i), Passage(chunks[c].title, chunks[c].text))
+                for i, c in enumerate(given, start=1)]  # fmt: skip
     candidate = state.get("answer", ctx.abstention_phrase)
     hint = extract_answer(
         state["question"],
@@ -52,12 +52,15 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     model = verifier_for(ctx)
     style = getattr(model, "prompt_style", "completion")
-    messages = render_verify_prompt(
-        state["question"],
+    shown_hint = hint.answer if hint and hint.method not in ("overlap", "yes/no") else ""
+    # the reader's context, budgeted again in the verifier's own tokens
+    messages, kept, _ = fit_passages(
+        model,
         passages,
-        candidate,
-        hint=hint.answer if hint and hint.method not in ("overlap", "yes/no") else "",
-        style=style,
+        prompt_budget(ctx.n_ctx, ctx.max_verify_tokens),
+        lambda shown: render_verify_prompt(
+            state["question"], shown, candidate, hint=shown_hint, style=style
+        ),
     )
     reply = model.invoke(
         messages,
@@ -71,7 +74,7 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         answer, abstained = candidate, False
     changed = normalize_answer(answer) != normalize_answer(candidate)
     status = None
-    if changed and not abstained and not grounded(answer, [p.text for p in passages]):
+    if changed and not abstained and not grounded(answer, [passages[i][1].text for i in kept]):
         # an untuned small verifier rewrites answers freely: a correction must be in the context
         answer, abstained = candidate, bool(state.get("abstained", True))
         changed, status = False, "verify: ungrounded"

@@ -16,6 +16,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.answers.abstention import judge
+from kbqa.answers.snap import ground_answer
 from kbqa.answers.web_query import web_query
 from kbqa.context import Context
 from kbqa.nodes.common import answer_state, context_of, fail_soft, visited
@@ -29,7 +30,9 @@ log = logging.getLogger("kbqa.web")
 @fail_soft("web_search", "web: failed", "web_error")
 def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Search, then answer from the snippets; set ``web_query`` and ``web_results``, and on an
-    answer ``answer``, ``abstained=False``, ``answered_by="web_search"`` and URL ``sources``."""
+    answer ``answer``, ``abstained=False``, ``answered_by="web_search"`` and URL ``sources``. An
+    answer no snippet holds (:func:`~kbqa.answers.snap.ground_answer`) is not taken: the route
+    records ``web: ungrounded`` and the abstention stands."""
     started = time.perf_counter()
     ctx = context_of(runtime)
     query = web_query(state["question"])
@@ -49,6 +52,10 @@ def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     passages = [(i, Passage(r["title"], r["snippet"])) for i, r in enumerate(results, start=1)]
     raw, kept, _ = answer_state(state, ctx, passages, "web")
     answer, abstained = judge(raw, state["question"], ctx.abstention_phrase, ctx.max_answer_chars)
+    status = None
+    if not abstained and not ground_answer(answer, [r["snippet"] for r in results]):
+        # the reader's answer must be in the snippets, as a verifier's correction in the context
+        answer, abstained, status = ctx.abstention_phrase, True, "web: ungrounded"
     update["stage_answers"] = [{"stage": "web_search", "answer": answer, "abstained": abstained}]
     if not abstained:
         sources: list[Source] = [
@@ -63,4 +70,4 @@ def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             "raw_answer": raw,
             "sources": sources,
         }
-    return update | visited("web_search", started)
+    return update | visited("web_search", started, status)

@@ -3,6 +3,7 @@ so the prompts a fine-tuned model sees in training and in serving cannot drift."
 
 from kbqa.prompts.answer import (
     ABSTENTION_PHRASE,
+    ABSTENTION_PHRASE_EN,
     ANSWER_STOP,
     CONTEXT_MARKER,
     PLAIN_STYLES,
@@ -16,6 +17,7 @@ from kbqa.prompts.verify import render_verify_prompt
 
 __all__ = [
     "ABSTENTION_PHRASE",
+    "ABSTENTION_PHRASE_EN",
     "ANSWER_STOP",
     "CONTEXT_MARKER",
     "PLAIN_STYLES",

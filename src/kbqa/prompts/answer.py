@@ -25,6 +25,11 @@ PLAIN_STYLES = frozenset({"completion", "tuned"})
 """Styles whose messages are joined into one plain-text prompt (:func:`prompt_text`)."""
 
 ABSTENTION_PHRASE = "Context-এ তথ্য নেই"
+"""The fixed phrase a reader writes when the context lacks the answer (HybridRAG-BN's); every
+prompt asks for it, whatever the question's language."""
+ABSTENTION_PHRASE_EN = "No information in the context"
+"""The abstention an English question gets as its final answer (the Bangla phrase, translated);
+the detector knows both (:mod:`kbqa.answers.abstention`)."""
 CONTEXT_MARKER = "Context:\n"
 ANSWER_STOP = ["\n", "।", "Question:", "Context:", "প্রশ্ন:"]
 """Stop sequences for plain-text prompts: the answer is one line, at most one Bangla sentence."""

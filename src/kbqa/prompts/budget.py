@@ -1,8 +1,9 @@
-"""Fit the reader prompt into a token budget: the one budgeting rule serving and fine-tuning share.
+"""Fit a prompt into a token budget: the one budgeting rule serving and fine-tuning share.
 
 The generate node and ``kbqa finetune``'s data builder both call :func:`fit_prompt` with
 :func:`prompt_budget`, so a fine-tuned reader is trained on exactly the passages it would be shown
-when serving.
+when serving. The verify node fits its own prompt with :func:`fit_passages`, counted in the
+verifier's tokens (a 1.5B Qwen verifier spends about three times Gemma's tokens on Bangla).
 """
 
 from __future__ import annotations
@@ -75,22 +76,52 @@ def fit_prompt(
     Raises:
         ValueError: Even with no passage the prompt exceeds ``budget`` (question too long).
     """
-    kept = list(range(len(passages)))
-    texts = {i: p.text for i, (_, p) in enumerate(passages)}
-
-    def render() -> list[BaseMessage]:
-        shown = [Passage(passages[i][1].title, texts[i]) for i in kept]
-        return render_answer_prompt(
+    return fit_passages(
+        model,
+        passages,
+        budget,
+        lambda shown: render_answer_prompt(
             question,
             shown,
             style=style,
             question_type=question_type,
             language=language,
             variant=variant,
-        )
+        ),
+    )
+
+
+def fit_passages(
+    model: TokenCounter,
+    passages: list[tuple[int, Passage]],
+    budget: int,
+    render: Callable[[list[Passage]], list[BaseMessage]],
+) -> tuple[list[BaseMessage], list[int], int]:
+    """The prompt ``render`` makes from as many of ``passages`` as fit in ``budget`` tokens of
+    ``model``'s tokenizer: the lowest-ranked passages (a hit and its padding share a rank) are
+    dropped first, then a single remaining passage is cut.
+
+    Args:
+        model: Counts prompt tokens (``get_num_tokens_from_messages``).
+        passages: ``(rank, passage)`` pairs in prompt order; rank 1 is the best hit.
+        budget: Maximum prompt tokens.
+        render: The prompt for a list of passages (the reader's, the verifier's).
+
+    Returns:
+        ``(messages, kept, tokens)``: the prompt, the indices into ``passages`` it holds, and
+        its size in tokens.
+
+    Raises:
+        ValueError: Even with no passage the prompt exceeds ``budget`` (question too long).
+    """
+    kept = list(range(len(passages)))
+    texts = {i: p.text for i, (_, p) in enumerate(passages)}
+
+    def shown() -> list[BaseMessage]:
+        return render([Passage(passages[i][1].title, texts[i]) for i in kept])
 
     for _ in range(len(passages) + TRUNCATION_STEPS + 1):  # each step drops a rank or cuts text
-        messages = render()
+        messages = shown()
         tokens = model.get_num_tokens_from_messages(messages)
         if tokens <= budget:
             return messages, kept, tokens
@@ -111,7 +142,7 @@ def fit_prompt(
             break
     else:
         kept = []
-    messages = render()
+    messages = shown()
     tokens = model.get_num_tokens_from_messages(messages)
     if tokens <= budget:
         return messages, kept, tokens

@@ -1,6 +1,7 @@
 """The reader fine-tuning path on the real Gemma 3 270M: transformers and llama.cpp agree on the
 base, the shipped adapter loads and changes what the model says, and `kbqa finetune reader`
-runs end to end on 50 real training questions.
+(50 real training questions) and `kbqa finetune verifier` (16, with the shipped reader's own
+answers as candidates) run end to end.
 
 Needs the finetune extra (torch, transformers, peft) and, for the last test, ``../shared/data``
 or ``$KBQA_DATA_DIR``.
@@ -124,4 +125,36 @@ def test_finetune_reader_cli_end_to_end(tmp_path: Path) -> None:
     assert 0 <= manifest["serving"]["abstention_threshold"] <= 1  # chosen on validation
     assert (out / "loss.png").is_file() and (out / "adapter" / "adapter.gguf").is_file()
     served = load_chat_model("gemma3-270m", 2048, 0, adapter=str(out / "adapter"))
+    assert served.prompt_style == "tuned"  # type: ignore[attr-defined]
+
+
+def test_finetune_verifier_cli_end_to_end(tmp_path: Path) -> None:
+    pytest.importorskip("peft")
+    data = data_dir()
+    if data is None:
+        pytest.skip("real data not found: set KBQA_DATA_DIR or place shared/data beside the repo")
+    from typer.testing import CliRunner
+
+    from kbqa.cli import app
+
+    train = data / "bn" / "train"
+    out = tmp_path / "verifier"
+    args = [
+        "finetune", "verifier", "--train", str(train / "haque2020.qa.jsonl"),
+        "--kb", str(train / "haque2020_kb.jsonl"), "--embedder", "fake/hash",
+        "--max-questions", "16", "--max-steps", "3", "--batch-size", "2",
+        "--val-examples", "4", "--out", str(out),
+    ]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "verification   F1" in result.output
+    manifest = json.loads((out / "adapter" / "manifest.json").read_text())
+    assert manifest["role"] == "verifier" and manifest["training"]["steps"] == 3
+    kinds = manifest["examples"]["by_kind"]["train"]
+    assert sum(kinds.values()) > 0 and set(kinds) <= {"keep", "fix", "answer", "abstain"}
+    assert manifest["validation"]["n"] > 0
+    lines = (out / "candidates.jsonl").read_text("utf-8").splitlines()
+    assert len(lines) == manifest["examples"]["candidates"]["n"]  # the reader's own answers
+    served = load_chat_model("gemma3-270m-reader", 2048, 0, role="verifier",
+                             adapter=str(out / "adapter"))  # fmt: skip
     assert served.prompt_style == "tuned"  # type: ignore[attr-defined]

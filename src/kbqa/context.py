@@ -142,8 +142,15 @@ class Context:
     verifier_model: str = field(
         default="",
         metadata={
-            "description": "Verifier model; empty = the quality model (qwen2.5-coder-1.5b) if "
-            "installed, else the generator."
+            "description": "Verifier model; empty = the generator when a verifier adapter is "
+            "given, else the quality model (qwen2.5-coder-1.5b) if installed, else the generator."
+        },
+    )
+    verifier_adapter: str = field(
+        default="",
+        metadata={
+            "description": "LoRA adapter for the verifier: a directory from `kbqa finetune "
+            "verifier` or its adapter.gguf; empty = the verifier model's own."
         },
     )
     max_verify_tokens: int = field(

@@ -76,15 +76,20 @@ def chat_model_for(ctx: Context) -> BaseChatModel:
 
 
 def verifier_name(ctx: Context) -> str:
-    """The verifier model: ``ctx.verifier_model``, else the quality model when installed (and
+    """The verifier model: ``ctx.verifier_model``, else the generator's base when a verifier
+    adapter is given (it is trained on that base), else the quality model when installed (and
     the generator is not a test fake), else the generator."""
     if ctx.verifier_model:
         return ctx.verifier_model
+    if ctx.verifier_adapter:
+        return ctx.model
     if not ctx.model.startswith("fake/") and model_installed(QUALITY_MODEL):
         return QUALITY_MODEL
     return ctx.model
 
 
 def verifier_for(ctx: Context) -> BaseChatModel:
-    """The shared verifier model for a run's context."""
-    return load_chat_model(verifier_name(ctx), ctx.n_ctx, ctx.n_threads, role="verifier")
+    """The shared verifier model for a run's context, with ``ctx.verifier_adapter`` when given
+    (a separate llama.cpp instance from the reader's, sharing the memory-mapped base weights)."""
+    return load_chat_model(verifier_name(ctx), ctx.n_ctx, ctx.n_threads, role="verifier",
+                           adapter=ctx.verifier_adapter)  # fmt: skip

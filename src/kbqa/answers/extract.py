@@ -184,3 +184,14 @@ def _novel_span(sentence: str, question: str) -> str:
             run = []
     span = _trim_edges(best)[:MAX_SPAN_WORDS] or (best or words)[:MAX_SPAN_WORDS]
     return " ".join(span).strip(" ,;:")
+
+
+def typed_hint(
+    question: str, question_type: str, passages: list[tuple[int, str]], language: str = "bn"
+) -> str:
+    """The span a typed pattern (an email, a date, a number...) finds in ``passages``, or
+    ``""`` when only the sentence-overlap scorer or the yes/no rule answers: the second
+    candidate the verifier is shown (:func:`kbqa.prompts.verify.fit_verify_prompt`), in serving
+    and in its training data alike."""
+    found = extract_answer(question, question_type, passages, language)
+    return found.answer if found and found.method not in ("overlap", "yes/no") else ""

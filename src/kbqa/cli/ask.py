@@ -48,8 +48,10 @@ def load_models(ctx: Any) -> None:
     from kbqa.llm.models import check_model_name
 
     check_model_name(ctx.model, ctx.reader_adapter)
-    if ctx.verifier_model:
-        check_model_name(ctx.verifier_model)
+    if ctx.verifier_model or ctx.verifier_adapter:
+        from kbqa.resources import verifier_name
+
+        check_model_name(verifier_name(ctx), ctx.verifier_adapter)
     try:
         chat_model_for(ctx)
     except ModelError as exc:

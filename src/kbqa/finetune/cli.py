@@ -35,21 +35,51 @@ def reader(ctx: typer.Context) -> None:
 
     `kbqa finetune reader --help` lists every flag.
     """
+    manifest, out = _run("reader", list(ctx.args))
+    _report(manifest, out)
+    typer.echo(f"serve it with  kbqa ask ... --reader-adapter {out}/adapter")
+
+
+@finetune_app.command("verifier", context_settings=_PASS_THROUGH, add_help_option=False)
+def verifier(ctx: typer.Context) -> None:
+    """Train a LoRA verifier on the tuned reader's own answers and export it for llama.cpp.
+
+    `kbqa finetune verifier --help` lists every flag.
+    """
+    manifest, out = _run("verifier", list(ctx.args))
+    _report(manifest, out)
+    val = manifest["validation"]
+    typer.echo(
+        f"verification   F1 {val['f1_before']:.3f} -> {val['f1_after']:.3f} over {val['n']}: "
+        f"changed {val['changed']}, helped {val['helped']}, hurt {val['hurt']}"
+    )
+    typer.echo(f"serve it with  kbqa ask ... --verify --verifier-adapter {out}/adapter")
+
+
+def _run(role: str, args: list[str]) -> tuple[dict[str, Any], str]:
+    """Parse ``args`` into the role's config and run its pipeline; exit with a clear error."""
     try:
         from transformers import HfArgumentParser
 
         from kbqa.finetune.config import ReaderConfig
+        from kbqa.finetune.verifier import VerifierConfig
     except ImportError as exc:
         _fail(f"fine-tuning needs the finetune extra: {INSTALL_HINT} ({exc})")
-    parser = HfArgumentParser(ReaderConfig, prog="kbqa finetune reader")  # type: ignore[arg-type]
+    config = VerifierConfig if role == "verifier" else ReaderConfig
+    parser = HfArgumentParser(config, prog=f"kbqa finetune {role}")  # type: ignore[arg-type]
     try:
-        (cfg,) = parser.parse_args_into_dataclasses(args=list(ctx.args))
+        (cfg,) = parser.parse_args_into_dataclasses(args=args)
     except ValueError as exc:
         _fail(str(exc))
     try:
-        from kbqa.finetune.reader import run_reader_finetune
+        if role == "verifier":
+            from kbqa.finetune.verifier import run_verifier_finetune
 
-        manifest = run_reader_finetune(cfg)
+            manifest = run_verifier_finetune(cfg)
+        else:
+            from kbqa.finetune.reader import run_reader_finetune
+
+            manifest = run_reader_finetune(cfg)
     except ImportError as exc:
         _fail(f"fine-tuning needs the finetune extra: {INSTALL_HINT} ({exc})")
     except KeyboardInterrupt:
@@ -59,7 +89,7 @@ def reader(ctx: typer.Context) -> None:
         raise typer.Exit(code=130) from None
     except (KBQAError, ValueError, OSError) as exc:
         _fail(str(exc))
-    _report(manifest, cfg.out)
+    return manifest, str(cfg.out)
 
 
 def _report(m: dict[str, Any], out: str) -> None:
@@ -74,15 +104,15 @@ def _report(m: dict[str, Any], out: str) -> None:
         f"{tr['seconds_per_step']} s/step, peak RSS {tr['peak_rss_mib']} MiB"
     )
     typer.echo(f"loss           train {tr['final_train_loss']}, validation {tr['eval_loss']}")
-    kinds = ", ".join(f"{k} {v['f1']:.3f} (n={v['n']})" for k, v in val["by_kind"].items())
-    typer.echo(f"validation F1  {val['f1']:.3f} over {val['n']}: {kinds}")
+    if "f1" in val:  # a reader's (a verifier's: its own line)
+        kinds = ", ".join(f"{k} {v['f1']:.3f} (n={v['n']})" for k, v in val["by_kind"].items())
+        typer.echo(f"validation F1  {val['f1']:.3f} over {val['n']}: {kinds}")
     serving = m.get("serving", {})
     if serving:
         typer.echo(
             f"serving        abstention threshold {serving['abstention_threshold']}: "
             f"{serving['why']}"
         )
-    typer.echo(f"serve it with  kbqa ask ... --reader-adapter {out}/adapter")
 
 
 @finetune_app.command("export")

@@ -1,5 +1,5 @@
-"""The reader's training example: the record, its kinds, and the JSON Lines file that holds them
-(``OUT/examples.jsonl`` of ``kbqa finetune reader``)."""
+"""The training example of the reader and of the verifier: the record, its kinds, and the JSON
+Lines file that holds them (``OUT/examples.jsonl`` of ``kbqa finetune reader|verifier``)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ from kbqa.corpus.loaders import read_jsonl_objects
 from kbqa.errors import InputError
 
 KINDS = ("span", "abstain", "yes", "no")
+VERIFIER_KINDS = ("keep", "fix", "answer", "abstain")
+"""A verifier example's kind: the reader's answer was right (``keep``: repeat it), wrong
+(``fix``: the gold answer), an abstention on an answerable question (``answer``), or the
+context lacks the answer (``abstain``: the phrase)."""
 PROMPT_STYLE = "tuned"
 """The prompt style a fine-tuned reader is trained and served with."""
 
@@ -36,6 +40,8 @@ class ReaderExample:
         context_chunk_ids: Chunks of the training index in the prompt, in order.
         gold_rank: Rank of the first hit holding the answer (0: none, for ``abstain``).
         gold_inserted: True when retrieval missed the answer and the gold chunk was put in.
+        candidate: A verifier example's candidate: the tuned reader's answer it is shown (the
+            abstention phrase when the reader abstained); empty for reader examples.
     """
 
     qid: str
@@ -51,6 +57,7 @@ class ReaderExample:
     context_chunk_ids: list[int] = field(default_factory=list)
     gold_rank: int = 0
     gold_inserted: bool = False
+    candidate: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON Lines."""

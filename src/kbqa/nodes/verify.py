@@ -15,13 +15,13 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.answers.abstention import judge
-from kbqa.answers.extract import extract_answer
-from kbqa.answers.normalize import normalize_answer
-from kbqa.answers.snap import grounded
+from kbqa.answers.extract import typed_hint
+from kbqa.answers.verification import apply_verification
 from kbqa.context import Context
 from kbqa.nodes.common import chunks_of, context_of, fail_soft, visited
-from kbqa.prompts import ANSWER_STOP, PLAIN_STYLES, Passage, render_verify_prompt
-from kbqa.prompts.budget import fit_passages, prompt_budget
+from kbqa.prompts import ANSWER_STOP, PLAIN_STYLES, Passage
+from kbqa.prompts.budget import prompt_budget
+from kbqa.prompts.verify import fit_verify_prompt
 from kbqa.resources import verifier_for
 from kbqa.state import State
 
@@ -33,7 +33,7 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     confirms or corrects: its abstention on an answered candidate counts as no correction (the
     candidate stays), so only an abstention can become an answer here, never the other way
     round. The prompt holds the reader's passages that fit the verifier's window, counted in its
-    own tokens (:func:`~kbqa.prompts.budget.fit_passages`). A correction is taken only when it
+    own tokens (:func:`~kbqa.prompts.verify.fit_verify_prompt`). A correction is taken only when it
     is :func:`~kbqa.answers.snap.grounded` in the passages shown; otherwise the candidate stays
     and the route records ``verify: ungrounded``."""
     started = time.perf_counter()
@@ -44,7 +44,7 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     passages = [(rank.get(c, i), Passage(chunks[c].title, chunks[c].text))
                 for i, c in enumerate(given, start=1)]  # fmt: skip
     candidate = state.get("answer", ctx.abstention_phrase)
-    hint = extract_answer(
+    hint = typed_hint(
         state["question"],
         state.get("question_type", "other"),
         [(c, chunks[c].text) for c in given],
@@ -52,15 +52,15 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     model = verifier_for(ctx)
     style = getattr(model, "prompt_style", "completion")
-    shown_hint = hint.answer if hint and hint.method not in ("overlap", "yes/no") else ""
     # the reader's context, budgeted again in the verifier's own tokens
-    messages, kept, _ = fit_passages(
+    messages, kept = fit_verify_prompt(
         model,
+        state["question"],
         passages,
+        candidate,
         prompt_budget(ctx.n_ctx, ctx.max_verify_tokens),
-        lambda shown: render_verify_prompt(
-            state["question"], shown, candidate, hint=shown_hint, style=style
-        ),
+        hint=hint,
+        style=style,
     )
     reply = model.invoke(
         messages,
@@ -68,21 +68,22 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         max_tokens=ctx.max_verify_tokens,
     )
     raw = str(reply.content)
-    answer, abstained = judge(raw, state["question"], ctx.abstention_phrase, ctx.max_answer_chars)
-    verified = answer
-    if abstained and not state.get("abstained", True):
-        answer, abstained = candidate, False
-    changed = normalize_answer(answer) != normalize_answer(candidate)
-    status = None
-    if changed and not abstained and not grounded(answer, [passages[i][1].text for i in kept]):
-        # an untuned small verifier rewrites answers freely: a correction must be in the context
-        answer, abstained = candidate, bool(state.get("abstained", True))
-        changed, status = False, "verify: ungrounded"
+    verified, verified_abstained = judge(
+        raw, state["question"], ctx.abstention_phrase, ctx.max_answer_chars
+    )
+    verdict = apply_verification(
+        candidate,
+        bool(state.get("abstained", True)),
+        verified,
+        verified_abstained,
+        [passages[i][1].text for i in kept],
+    )
+    answer, abstained, changed = verdict.answer, verdict.abstained, verdict.changed
     update: dict[str, Any] = {
         "verified_answer": verified,
         "verify_changed": changed,
         "stage_answers": [{"stage": "verify", "answer": answer, "abstained": abstained}],
-        **visited("verify", started, status),
+        **visited("verify", started, verdict.status),
     }
     if changed:
         update |= {

@@ -10,6 +10,7 @@ from __future__ import annotations
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from kbqa.prompts.answer import ABSTENTION_PHRASE, Passage, _context_block
+from kbqa.prompts.budget import TokenCounter, fit_passages
 from kbqa.text import strip_format_chars
 
 VERIFY_INSTRUCTION = (
@@ -48,3 +49,39 @@ def render_verify_prompt(
     if style == "chatml":
         return [SystemMessage(content=VERIFY_INSTRUCTION), HumanMessage(content=body)]
     return [HumanMessage(content=f"{VERIFY_INSTRUCTION}\n\n{body}\nVerified answer:")]
+
+
+def fit_verify_prompt(
+    counter: TokenCounter,
+    question: str,
+    passages: list[tuple[int, Passage]],
+    candidate: str,
+    budget: int,
+    *,
+    hint: str = "",
+    style: str = "completion",
+) -> tuple[list[BaseMessage], list[int]]:
+    """The verifier prompt with as many of the reader's passages as fit in ``budget`` tokens of
+    the verifier's own tokenizer (:func:`kbqa.prompts.budget.fit_passages`): what the verify
+    node sends and what ``kbqa finetune verifier`` trains on.
+
+    Args:
+        counter: Counts prompt tokens in the verifier's tokenizer.
+        question, candidate, hint, style: See :func:`render_verify_prompt`.
+        passages: ``(rank, passage)`` pairs the reader read, in prompt order.
+        budget: Prompt tokens allowed (:func:`kbqa.prompts.budget.prompt_budget` of the
+            verifier's window and ``max_verify_tokens``).
+
+    Returns:
+        ``(messages, kept)``: the prompt and the indices of ``passages`` it holds.
+
+    Raises:
+        ValueError: The prompt does not fit even without passages.
+    """
+    messages, kept, _ = fit_passages(
+        counter,
+        passages,
+        budget,
+        lambda shown: render_verify_prompt(question, shown, candidate, hint=hint, style=style),
+    )
+    return messages, kept

@@ -125,3 +125,14 @@ def test_verifier_config_names_bad_values() -> None:
     assert VerifierConfig(train="t", kb="k").out == "runs/finetune-verifier"
     with pytest.raises(ValueError, match="max_verify_tokens must be positive"):
         VerifierConfig(train="t", kb="k", max_verify_tokens=0)
+
+
+def test_a_verifier_adapter_is_served_on_the_generators_base(tmp_path: Path) -> None:
+    from kbqa.context import Context
+    from kbqa.resources import verifier_name
+
+    ctx = Context(model="gemma3-270m-reader", verifier_adapter=str(tmp_path), web_search="off")
+    assert verifier_name(ctx) == "gemma3-270m-reader"  # not the quality model, if installed
+    chosen = Context(model="gemma3-270m-reader", verifier_adapter=str(tmp_path),
+                     verifier_model="gemma3-270m", web_search="off")  # fmt: skip
+    assert verifier_name(chosen) == "gemma3-270m"

@@ -50,7 +50,7 @@ def test_adapter_for_another_base_is_refused(tmp_path: Path) -> None:
 
 
 def test_malformed_adapters_are_named(tmp_path: Path) -> None:
-    with pytest.raises(ModelError, match="reader adapter not found"):
+    with pytest.raises(ModelError, match="LoRA adapter not found"):
         lora.load_adapter(str(tmp_path / "missing"))
     no_base = _adapter(tmp_path, base_sha=None, name="nobase")
     with pytest.raises(ModelError, match="does not say which base"):

@@ -79,7 +79,7 @@ def load_adapter(spec: str) -> Adapter:
     if path.is_dir():
         path = path / ADAPTER_FILE
     if not path.is_file():
-        raise ModelError(f"reader adapter not found: {spec} (a directory with {ADAPTER_FILE})")
+        raise ModelError(f"LoRA adapter not found: {spec} (a directory with {ADAPTER_FILE})")
     with path.open("rb") as fh:
         if fh.read(4) != b"GGUF":
             raise ModelError(f"{path} is not a GGUF file (it does not start with GGUF)")

@@ -219,7 +219,7 @@ def model_installed(name: str) -> bool:
 
 
 def check_model_name(name: str, adapter: str = "") -> None:
-    """Fail fast on a model name (and a reader adapter for it) that cannot load, without
+    """Fail fast on a model name (and a LoRA adapter for it) that cannot load, without
     loading it.
 
     Raises:

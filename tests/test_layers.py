@@ -59,8 +59,8 @@ def test_the_answer_logic_imports_no_langgraph_and_no_graph(module: str) -> None
     assert not {i for i in MODULES[module] if any(under(i, b) for b in banned)}
 
 
-def test_only_evaluation_finetuning_and_the_cli_stand_above_the_graph() -> None:
-    above = ("kbqa.evals", "kbqa.finetune", "kbqa.cli")
+def test_only_evaluation_finetuning_the_api_and_the_cli_stand_above_the_graph() -> None:
+    above = ("kbqa.evals", "kbqa.finetune", "kbqa.api", "kbqa.cli")
     users = {m for m, found in MODULES.items() if any(under(i, "kbqa.graph") for i in found)}
     assert users and all(any(under(m, a) for a in above) for m in users), users
 

@@ -15,9 +15,24 @@ The package reads like the pipeline, top to bottom:
   edges) and ``graph`` (the wiring);
 - ``evals``: metrics, datasets, the evaluation runner and its report, above the graph;
 - ``finetune``: ``kbqa finetune`` (LoRA training of the reader on a CPU, export to GGUF);
+- ``api``: the Python API (``from kbqa import KBQA``);
 - ``cli``: the ``kbqa`` command.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from kbqa.version import __version__
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from kbqa.api import KBQA, Answer, Citation
+
+__all__ = ["KBQA", "Answer", "Citation", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """``from kbqa import KBQA`` without importing LangGraph for ``import kbqa`` alone."""
+    if name in ("KBQA", "Answer", "Citation"):
+        from kbqa import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'kbqa' has no attribute {name!r}")

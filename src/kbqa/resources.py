@@ -93,3 +93,34 @@ def verifier_for(ctx: Context) -> BaseChatModel:
     (a separate llama.cpp instance from the reader's, sharing the memory-mapped base weights)."""
     return load_chat_model(verifier_name(ctx), ctx.n_ctx, ctx.n_threads, role="verifier",
                            adapter=ctx.verifier_adapter)  # fmt: skip
+
+
+def preload(ctx: Context) -> str | None:
+    """Load the index, the reader and (when on) the verifier before the first question, so a
+    bad path, a misspelt model name or a bad adapter is one error, said once.
+
+    Returns:
+        None, or why the reader could not load (llama-cpp-python or the model package not
+        installed...): the graph then answers with the pattern extractor.
+
+    Raises:
+        IndexLoadError: The index cannot be loaded.
+        ModelError: An unknown model name, a missing ``.gguf`` or a bad adapter; a verifier
+            that cannot load.
+    """
+    from kbqa.errors import ModelError
+    from kbqa.llm.models import check_model_name
+
+    retriever_for(ctx)
+    if not ctx.use_llm:
+        return None
+    check_model_name(ctx.model, ctx.reader_adapter)
+    if ctx.verifier_model or ctx.verifier_adapter:
+        check_model_name(verifier_name(ctx), ctx.verifier_adapter)
+    try:
+        chat_model_for(ctx)
+    except ModelError as exc:
+        return str(exc)
+    if ctx.verify:
+        verifier_for(ctx)
+    return None

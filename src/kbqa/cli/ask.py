@@ -10,7 +10,7 @@ import typer
 
 from kbqa.cli.app import app, fail
 from kbqa.cli.settings import context_options
-from kbqa.errors import KBQAError, ModelError
+from kbqa.errors import KBQAError
 from kbqa.text import is_blank
 
 WEB_SEARCH_OFF = (
@@ -37,29 +37,15 @@ def out_of_memory(exc: MemoryError, ctx: Any) -> str:
 
 
 def load_models(ctx: Any) -> None:
-    """Load the index, the reader and (when on) the verifier before the first question, so a
-    misspelt model name or a bad adapter is an error said once; a reader that cannot load is a
-    warning (the pattern extractor answers)."""
-    from kbqa.resources import chat_model_for, retriever_for, verifier_for
+    """Load the index, the reader and (when on) the verifier before the first question
+    (:func:`kbqa.resources.preload`); a reader that cannot load is a warning (the pattern
+    extractor answers)."""
+    from kbqa.resources import preload
 
-    retriever_for(ctx)
-    if not ctx.use_llm:
-        return
-    from kbqa.llm.models import check_model_name
-
-    check_model_name(ctx.model, ctx.reader_adapter)
-    if ctx.verifier_model or ctx.verifier_adapter:
-        from kbqa.resources import verifier_name
-
-        check_model_name(verifier_name(ctx), ctx.verifier_adapter)
-    try:
-        chat_model_for(ctx)
-    except ModelError as exc:
-        typer.echo(f"warning: LLM unavailable ({exc}); answering with the pattern extractor",
+    problem = preload(ctx)
+    if problem:
+        typer.echo(f"warning: LLM unavailable ({problem}); answering with the pattern extractor",
                    err=True)  # fmt: skip
-        return
-    if ctx.verify:
-        verifier_for(ctx)
 
 
 @app.command()

@@ -351,4 +351,3 @@ def run_verifier_finetune(cfg: VerifierConfig, command: str | None = None) -> di
                   out / "adapter", build_manifest)  # fmt: skip
     (out / "log_history.json").write_text(json.dumps(result.log_history), "utf-8")
     return built
-

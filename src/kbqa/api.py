@@ -1,0 +1,224 @@
+"""The Python API: ``KBQA.from_index(path).ask(question)`` and a typed :class:`Answer`.
+
+A thin layer over the compiled graph (:data:`kbqa.graph.graph`) and its settings
+(:class:`~kbqa.context.Context`): the same nodes, routes and outputs as ``kbqa ask``, with the
+index and the reader loaded once when the object is made.
+
+Example::
+
+    from kbqa import KBQA
+
+    qa = KBQA.from_index("index/bnwiki", k=3)
+    answer = qa.ask("কোন জাদুঘরে সারগনিক বিজয় ফলক আছে?")
+    print(answer.answer, answer.abstained, answer.sources[0].title, answer.route)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kbqa.context import Context
+from kbqa.errors import IndexLoadError
+
+log = logging.getLogger("kbqa")
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A passage an answer was read from.
+
+    Attributes:
+        doc_id: The document's id (a web result's URL).
+        title: Its title.
+        url: Its URL ("" when the knowledge base has none).
+        chunk_id: The chunk's id in the index (-1 for a web result).
+        score: The fused retrieval score (0 for a web result).
+    """
+
+    doc_id: str
+    title: str
+    url: str
+    chunk_id: int
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One answered question.
+
+    Attributes:
+        question: The question as asked.
+        answer: The short answer, or the abstention phrase of the question's language.
+        abstained: True when the knowledge base did not yield an answer.
+        sources: The passages the answer was read from, best first.
+        route: The nodes that ran, in order, with their notes (``web: unavailable``, ...).
+        answered_by: The stage that produced the answer (``generate``, ``retry``,
+            ``cross_check``, ``verify``, ``fallback``, ``web_search``, ``extract``), or
+            ``abstained``.
+        timings: ``(node, seconds)`` per node run, in order.
+        seconds: Wall time of the whole graph run.
+        output: Everything the graph returned (:class:`kbqa.state.OutputState`).
+    """
+
+    question: str
+    answer: str
+    abstained: bool
+    sources: list[Citation]
+    route: list[str]
+    answered_by: str
+    timings: list[tuple[str, float]]
+    seconds: float
+    output: dict[str, Any] = field(repr=False)
+
+    def __str__(self) -> str:
+        return self.answer
+
+    @classmethod
+    def from_output(cls, question: str, out: dict[str, Any], seconds: float) -> Answer:
+        """Build from the graph's output dict."""
+        return cls(
+            question=question,
+            answer=str(out.get("answer", "")),
+            abstained=bool(out.get("abstained", True)),
+            sources=[
+                Citation(s["doc_id"], s["title"], s["url"], s["chunk_id"], s["score"])
+                for s in out.get("sources", [])
+            ],
+            route=list(out.get("route", [])),
+            answered_by=str(out.get("answered_by", "")),
+            timings=[(t["node"], float(t["seconds"])) for t in out.get("timings", [])],
+            seconds=seconds,
+            output=dict(out),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event of :meth:`KBQA.stream`.
+
+    Attributes:
+        kind: ``node`` (a node finished: ``node`` and its state ``update``), ``token`` (a piece
+            of text a model generated: ``text``, from ``node``) or ``answer`` (the run is over:
+            ``answer``).
+        node: The node the event comes from ("" for ``answer``).
+        text: The generated text piece (``token`` events).
+        update: The node's state update (``node`` events).
+        answer: The final answer (the ``answer`` event).
+    """
+
+    kind: Literal["node", "token", "answer"]
+    node: str = ""
+    text: str = ""
+    update: dict[str, Any] = field(default_factory=dict, repr=False)
+    answer: Answer | None = None
+
+
+class KBQA:
+    """Question answering over one index, with one set of settings.
+
+    Args:
+        context: The run's settings (:class:`~kbqa.context.Context`).
+        load: Load the index, the reader and (when on) the verifier now, so that a bad path or
+            model name fails here rather than at the first question.
+
+    Raises:
+        IndexLoadError: The index cannot be loaded (``load``).
+        ModelError: An unknown model name or a bad adapter (``load``); a reader that cannot load
+            (llama-cpp-python not installed, say) is a logged warning: the pattern extractor
+            answers, as the graph routes it.
+    """
+
+    def __init__(self, context: Context, *, load: bool = True) -> None:
+        from kbqa.graph import graph
+
+        self.context = context
+        self.graph = graph
+        if load:
+            self._load()
+
+    @classmethod
+    def from_index(cls, path: str | Path, *, load: bool = True, **settings: Any) -> KBQA:
+        """Answer from the index at ``path`` (built by ``kbqa index``).
+
+        Args:
+            path: The index directory.
+            load: See :class:`KBQA`.
+            **settings: Any :class:`~kbqa.context.Context` field (``model``, ``k``,
+                ``verify``, ``web_search``, ...).
+
+        Raises:
+            IndexLoadError: ``path`` is not an index.
+            ValueError: A setting is unknown or out of range (the message names it).
+            TypeError: A setting is not a Context field.
+        """
+        if not Path(path).is_dir():
+            raise IndexLoadError(f"index not found: {path} (build one with kbqa index)")
+        unknown = sorted(set(settings) - set(Context.field_names()) - {"retriever"})
+        if unknown:
+            raise TypeError(
+                f"unknown setting(s) {', '.join(unknown)}; a KBQA takes the fields of "
+                "kbqa.context.Context"
+            )
+        return cls(Context(index_dir=str(path), **settings), load=load)
+
+    def _load(self) -> None:
+        from kbqa.resources import preload
+
+        problem = preload(self.context)
+        if problem:
+            log.warning("LLM unavailable (%s); answering with the pattern extractor", problem)
+
+    def ask(self, question: str) -> Answer:
+        """Answer one question.
+
+        Raises:
+            ValueError: An empty question.
+            KBQAError: The index or model failed (a broken index file, say).
+        """
+        self._check(question)
+        started = time.perf_counter()
+        out = self.graph.invoke({"question": question}, context=self.context)
+        return Answer.from_output(question, dict(out), time.perf_counter() - started)
+
+    def batch(self, questions: Iterable[str]) -> list[Answer]:
+        """Answer several questions, one after another (the llama.cpp reader runs one
+        generation at a time)."""
+        return [self.ask(q) for q in questions]
+
+    def stream(self, question: str) -> Iterator[Event]:
+        """Answer one question, yielding ``node`` events as nodes finish, ``token`` events as
+        the reader (or the verifier) generates, then one ``answer`` event.
+
+        Raises:
+            ValueError: An empty question.
+        """
+        self._check(question)
+        started = time.perf_counter()
+        final: dict[str, Any] = {}
+        modes: list[Any] = ["updates", "messages", "values"]
+        parts: Iterator[Any] = self.graph.stream(
+            {"question": question}, context=self.context, stream_mode=modes
+        )
+        for mode, chunk in parts:
+            if mode == "messages":
+                message, meta = chunk
+                text = str(getattr(message, "content", ""))
+                if text:
+                    yield Event("token", node=str(meta.get("langgraph_node", "")), text=text)
+            elif mode == "updates":
+                for node, update in chunk.items():
+                    yield Event("node", node=node, update=dict(update or {}))
+            else:
+                final = dict(chunk)
+        answer = Answer.from_output(question, final, time.perf_counter() - started)
+        yield Event("answer", answer=answer)
+
+    @staticmethod
+    def _check(question: str) -> None:
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("question is empty: ask a non-empty question")

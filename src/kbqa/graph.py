@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
 
 from kbqa.context import Context
 from kbqa.nodes import (
@@ -55,9 +56,17 @@ from kbqa.routes import (
 from kbqa.state import InputState, OutputState, State
 
 
-def build_graph() -> CompiledStateGraph[State, Context, InputState, OutputState]:
+def build_graph(
+    checkpointer: Checkpointer = None,
+) -> CompiledStateGraph[State, Context, InputState, OutputState]:
     """Build and compile the graph. Nothing heavy loads here: nodes load the index and the
-    model on first use (once per process, see :mod:`kbqa.resources`)."""
+    model on first use (once per process, see :mod:`kbqa.resources`).
+
+    Args:
+        checkpointer: Keeps each thread's state between questions (``kbqa chat`` passes a
+            SQLite one), so ``history`` grows and follow-ups are rewritten; None: every
+            ``invoke`` starts fresh.
+    """
     builder = StateGraph(
         State, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
@@ -92,7 +101,7 @@ def build_graph() -> CompiledStateGraph[State, Context, InputState, OutputState]
     builder.add_edge("web_search", "finalize")
     builder.add_edge("extract", "finalize")
     builder.add_edge("finalize", END)
-    return builder.compile(name="kbqa")
+    return builder.compile(name="kbqa", checkpointer=checkpointer)
 
 
 graph = build_graph()

@@ -68,6 +68,16 @@ class WebResult(TypedDict):
     snippet: str
 
 
+class Turn(TypedDict):
+    """One answered question of a conversation thread (what a follow-up may refer to)."""
+
+    question: str
+    answer: str
+    abstained: bool
+    question_type: str
+    title: str
+
+
 class NodeTiming(TypedDict):
     """Wall time of one node run, in seconds."""
 
@@ -115,6 +125,10 @@ class OutputState(TypedDict, total=False):
         llm_error: Why the generator failed at run time, when it did; the extractor answered
             instead (generate).
         timings: Seconds per node run.
+        asked: The user's words when ``question`` is their standalone rewrite (a follow-up in a
+            thread, :mod:`kbqa.answers.followup`); else "".
+        history: The thread's earlier turns and this one (appended by finalize; kept across
+            questions by a checkpointer, as ``kbqa chat`` runs the graph).
     """
 
     question: Required[str]
@@ -141,6 +155,8 @@ class OutputState(TypedDict, total=False):
     web_error: str
     llm_error: str
     timings: Annotated[list[NodeTiming], extend]
+    asked: str
+    history: Annotated[list[Turn], extend]
 
 
 class State(InputState, OutputState, total=False):

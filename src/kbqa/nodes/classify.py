@@ -1,5 +1,5 @@
 """classify: the question's language and type (:mod:`kbqa.answers.language`); a new question
-clears the fields of the last one."""
+clears the fields of the last one, and a follow-up in a thread is rewritten to stand alone."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from kbqa.answers.followup import LastTurn, standalone_question
 from kbqa.answers.language import detect_language, question_type
 from kbqa.context import Context
 from kbqa.nodes.common import visited
@@ -35,7 +36,10 @@ PER_QUESTION: dict[str, Any] = {
 
 
 def classify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Set ``language`` and ``question_type``.
+    """Set ``language`` and ``question_type``; in a thread with earlier turns, a follow-up
+    (``আর তিনি কবে জন্মেছিলেন?``) becomes a standalone ``question``
+    (:func:`~kbqa.answers.followup.standalone_question`), the user's words go to ``asked`` and
+    the route records ``classify: follow-up rewritten``.
 
     Raises:
         ValueError: The question is empty or only whitespace.
@@ -44,12 +48,24 @@ def classify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     question = state.get("question")
     if not isinstance(question, str) or is_blank(question):
         raise ValueError("question is empty: ask a non-empty question")
-    done = visited("classify", started)
+    language = detect_language(question)
+    history = state.get("history") or []
+    last = history[-1] if history else None
+    standalone = standalone_question(
+        question,
+        language,
+        LastTurn(last["question"], "" if last["abstained"] else last["answer"],
+                 last["question_type"], last["title"]) if last else None,
+    )  # fmt: skip
+    rewritten = standalone != question
+    done = visited("classify", started, "classify: follow-up rewritten" if rewritten else None)
     return {
         # a new question: every per-question field starts over (a thread may hold an old run)
         **PER_QUESTION,
-        "language": detect_language(question),
-        "question_type": question_type(question),
+        "question": standalone,
+        "asked": question if rewritten else "",
+        "language": language,
+        "question_type": question_type(standalone),
         "retries": 0,
         "route": [RESET, *done["route"]],
         "timings": [RESET, *done["timings"]],

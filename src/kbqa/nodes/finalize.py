@@ -12,7 +12,7 @@ from kbqa.answers.cleanup import YES_NO_IN, postprocess
 from kbqa.answers.snap import ground_answer, snap_to_context, snap_to_span
 from kbqa.context import Context
 from kbqa.nodes.common import chunks_of, context_of, visited
-from kbqa.state import State
+from kbqa.state import State, Turn
 
 
 def answer_passages(state: State, ctx: Context) -> list[str]:
@@ -57,8 +57,18 @@ def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         if answer and not kept:
             status = "finalize: ungrounded"
         answer, abstained = kept, not kept
+    final = ctx.abstention_for(state.get("language")) if abstained else answer
+    sources = state.get("sources", [])
+    turn: Turn = {
+        "question": state["question"],
+        "answer": final,
+        "abstained": abstained,
+        "question_type": state.get("question_type", "other"),
+        "title": sources[0]["title"] if sources and not abstained else "",
+    }
     return {
-        "answer": ctx.abstention_for(state.get("language")) if abstained else answer,
+        "answer": final,
+        "history": [turn],
         "abstained": abstained,
         # a final abstention was produced by no stage: attribution counts it apart
         "answered_by": "abstained" if abstained else state.get("answered_by", "generate"),

@@ -1,0 +1,110 @@
+"""Follow-up questions in a conversation: "আর তিনি কবে জন্মেছিলেন?" ("and when was he born?")
+rewritten into a standalone question before retrieval, from the thread's last turn.
+
+Rules, not a model (the 270M reader cannot rewrite reliably):
+
+- A question is a follow-up when it holds a referring pronoun (``তিনি``, ``তাঁর``, ``এটি``,
+  ``he``, ``his``, ``it``, ``there``...) or opens with ``আর`` / ``and`` / ``what about``.
+- The referent is the last answer when the last question asked for a person (for ``he``,
+  ``she``, ``তিনি``...) or a place (for ``there``, ``সেখানে``), else the title of the page the last
+  answer was read from (the topic of the conversation): after "Who wrote Gitanjali?" ->
+  "Rabindranath Tagore", "he" is the answer; after "When was the Eiffel Tower built?", "it" is
+  the page "Eiffel Tower".
+- The pronoun is replaced by the referent (a possessive by its genitive: ``তাঁর`` ->
+  ``রবীন্দ্রনাথ ঠাকুরের``, ``his`` -> ``Rabindranath Tagore's``), and a leading ``আর`` /
+  ``and`` is dropped. A question that is not a follow-up, or has no usable last turn, is kept.
+
+``benchmarks/followup_rewrite.py`` measures it on 20 written follow-ups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+
+PERSON = {"bn": {"তিনি", "সে", "উনি", "তাঁকে", "তাকে", "ওনাকে"},
+          "en": {"he", "she", "him", "they", "them"}}  # fmt: skip
+PERSON_GENITIVE = {"bn": {"তাঁর", "তার", "ওনার", "তাঁদের", "তাদের"},
+                   "en": {"his", "her", "their"}}  # fmt: skip
+THING = {"bn": {"এটি", "এটা", "সেটি", "সেটা", "ওটি"}, "en": {"it", "this"}}
+THING_GENITIVE = {"bn": {"এর", "এটির", "সেটির", "এটার"}, "en": {"its"}}
+PLACE = {"bn": {"সেখানে", "সেখানকার", "ওখানে"}, "en": {"there"}}
+LEADING = regex.compile(r"^\s*(?:আর|এবং|and|what about|how about)\b[\s,]*", regex.I)
+_WORD = regex.compile(r"[\p{L}\p{M}']+")
+_BN_VOWEL_END = regex.compile(r"[\u09be-\u09cc\u0985-\u0994]$")
+"""A Bangla word ending in a vowel or vowel sign takes ``র`` for the genitive, others ``ের``."""
+
+
+@dataclass(frozen=True, slots=True)
+class LastTurn:
+    """What a follow-up may refer to.
+
+    Attributes:
+        question: The last (standalone) question.
+        answer: Its answer ("" when it abstained).
+        question_type: Its type (``person``, ``location``, ...).
+        title: The title of the page its answer was read from ("" when none).
+    """
+
+    question: str
+    answer: str
+    question_type: str
+    title: str
+
+
+def is_followup(question: str, language: str) -> bool:
+    """The question refers back: a referring pronoun, or a leading ``আর`` / ``and``."""
+    lang = "bn" if language == "bn" else "en"
+    words = {w.lower() for w in _WORD.findall(question)}
+    pronouns = (PERSON[lang] | PERSON_GENITIVE[lang] | THING[lang] | THING_GENITIVE[lang]
+                | PLACE[lang])  # fmt: skip
+    return bool(words & pronouns) or bool(LEADING.match(question))
+
+
+def _genitive(referent: str, lang: str) -> str:
+    if lang == "en":
+        return f"{referent}'" if referent.endswith("s") else f"{referent}'s"
+    return referent + ("র" if _BN_VOWEL_END.search(referent) else "ের")
+
+
+def standalone_question(question: str, language: str, last: LastTurn | None) -> str:
+    """``question`` with its referring words replaced from ``last`` (see the module docstring),
+    or ``question`` unchanged when it is not a follow-up or nothing can be referred to.
+
+    Args:
+        question: The user's question.
+        language: ``bn`` or ``en`` (the classify node's).
+        last: The thread's last turn, or None at the start of a thread.
+    """
+    if last is None or not is_followup(question, language):
+        return question
+    lang = "bn" if language == "bn" else "en"
+    person = last.answer if last.question_type == "person" and last.answer else last.title
+    place = last.answer if last.question_type == "location" and last.answer else last.title
+    thing = last.title or last.answer
+    if not (person or place or thing):
+        return question
+    replaced = False
+
+    def swap(m: regex.Match[str]) -> str:
+        nonlocal replaced
+        word = str(m.group(0))
+        low = word.lower()
+        for words, referent, genitive in (
+            (PERSON[lang], person, False), (PERSON_GENITIVE[lang], person, True),
+            (THING[lang], thing, False), (THING_GENITIVE[lang], thing, True),
+            (PLACE[lang], place, False),
+        ):  # fmt: skip
+            if low in words and referent:
+                replaced = True
+                if words is PLACE[lang] and lang == "en":
+                    return f"in {referent}"
+                return _genitive(referent, lang) if genitive else referent
+        return word
+
+    body = str(LEADING.sub("", question))
+    out = str(_WORD.sub(swap, body))
+    if not replaced:  # "আর ঢাকা?" / "and Dhaka?": nothing to fill in
+        return question if body == question else body[:1].upper() + body[1:]
+    return out[:1].upper() + out[1:] if lang == "en" else out

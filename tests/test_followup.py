@@ -1,0 +1,69 @@
+"""Follow-ups in a thread: rewritten to stand alone from the last turn, with history kept by a
+checkpointer; without one every question starts fresh."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from kbqa.answers.followup import LastTurn, is_followup, standalone_question
+from kbqa.context import Context
+from kbqa.graph import build_graph, graph
+
+TAGORE = LastTurn("গীতাঞ্জলি কে লিখেছেন?", "রবীন্দ্রনাথ ঠাকুর", "person", "গীতাঞ্জলি")
+
+
+@pytest.mark.parametrize(
+    ("question", "last", "expected"),
+    [
+        ("আর তিনি কবে জন্মেছিলেন?", TAGORE, "রবীন্দ্রনাথ ঠাকুর কবে জন্মেছিলেন?"),
+        ("তাঁর পিতার নাম কী?", TAGORE, "রবীন্দ্রনাথ ঠাকুরের পিতার নাম কী?"),
+        ("এর অর্থ কী?", TAGORE, "গীতাঞ্জলির অর্থ কী?"),  # a thing: the page, not the person
+        ("And when was he born?",
+         LastTurn("Who wrote Gitanjali?", "Rabindranath Tagore", "person", "Gitanjali"),
+         "When was Rabindranath Tagore born?"),
+        ("How tall is it?", LastTurn("When was it built?", "1889", "date", "Eiffel Tower"),
+         "How tall is Eiffel Tower?"),
+        ("ঢাকা কোথায়?", TAGORE, "ঢাকা কোথায়?"),  # not a follow-up
+        ("আর তিনি কবে জন্মেছিলেন?", None, "আর তিনি কবে জন্মেছিলেন?"),  # nothing to refer to
+        ("আর তিনি কবে জন্মেছিলেন?", LastTurn("কে?", "", "person", ""),
+         "আর তিনি কবে জন্মেছিলেন?"),  # the last turn abstained and cited nothing
+    ],
+)  # fmt: skip
+def test_standalone_question(question: str, last: LastTurn | None, expected: str) -> None:
+    language = "en" if question.isascii() else "bn"
+    assert standalone_question(question, language, last) == expected
+
+
+def test_plain_questions_are_not_followups() -> None:
+    assert not is_followup("Who wrote Gitanjali?", "en")
+    assert not is_followup("বাংলাদেশের রাজধানী কোথায়?", "bn")
+    assert is_followup("and Dhaka?", "en")
+
+
+def test_a_thread_rewrites_a_followup_from_its_last_turn(both_index: Path) -> None:
+    threaded = build_graph(checkpointer=InMemorySaver())
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", cross_check="off",
+                  model="fake/script:১৯১৩|কলকাতায়", web_search="off")  # fmt: skip
+    config = {"configurable": {"thread_id": "t1"}}
+    first = threaded.invoke({"question": "রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?"},
+                            config, context=ctx)  # fmt: skip
+    assert first["answer"] == "১৯১৩" and first["asked"] == ""
+    assert first["history"][-1]["title"] == "রবীন্দ্রনাথ ঠাকুর"
+    # "তিনি" after a date question: the page the answer came from
+    second = threaded.invoke({"question": "আর তিনি কোথায় জন্মগ্রহণ করেন?"}, config, context=ctx)
+    assert second["question"] == "রবীন্দ্রনাথ ঠাকুর কোথায় জন্মগ্রহণ করেন?"
+    assert second["asked"] == "আর তিনি কোথায় জন্মগ্রহণ করেন?"
+    assert second["route"][:2] == ["classify", "classify: follow-up rewritten"]
+    assert [t["question"] for t in second["history"]] == [
+        "রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?", "রবীন্দ্রনাথ ঠাকুর কোথায় জন্মগ্রহণ করেন?"
+    ]  # fmt: skip
+    assert second["history"][-1]["answer"] == "কলকাতায়"
+    # another thread, and the plain graph, start with no history
+    other = threaded.invoke({"question": "আর তিনি কবে জন্মেছিলেন?"},
+                            {"configurable": {"thread_id": "t2"}}, context=ctx)  # fmt: skip
+    assert other["asked"] == "" and len(other["history"]) == 1
+    plain = graph.invoke({"question": "আর তিনি কবে জন্মেছিলেন?"}, context=ctx)
+    assert plain["asked"] == "" and len(plain["history"]) == 1

@@ -3,14 +3,15 @@
 - ``index`` (:mod:`kbqa.cli.index`): clean, chunk and index a knowledge base;
 - ``crawl`` (:mod:`kbqa.cli.crawl`): crawl a website into a knowledge base;
 - ``ask`` (:mod:`kbqa.cli.ask`): answer one question;
+- ``chat`` (:mod:`kbqa.cli.chat`): a conversation, streamed, with threads that persist;
 - ``eval run|report|generate`` (:mod:`kbqa.cli.evaluate`): score the graph on a question file;
 - ``finetune reader|export|...`` (:mod:`kbqa.finetune.cli`): tune the reader.
 
-The graph's settings become options of ``ask`` and ``eval run`` from one source,
+The graph's settings become options of ``ask``, ``chat`` and ``eval run`` from one source,
 :class:`~kbqa.context.Context` (:mod:`kbqa.cli.settings`).
 """
 
-from kbqa.cli import ask, crawl, evaluate, index  # noqa: F401  (each registers its command)
+from kbqa.cli import ask, chat, crawl, evaluate, index  # noqa: F401  (each registers its command)
 from kbqa.cli.app import app, fail, main
 from kbqa.finetune.cli import finetune_app
 

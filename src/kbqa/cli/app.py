@@ -11,7 +11,7 @@ from typing import Annotated, NoReturn
 import typer
 from typer.core import TyperGroup
 
-COMMAND_ORDER = ("crawl", "index", "ask", "eval", "finetune")
+COMMAND_ORDER = ("crawl", "index", "ask", "chat", "eval", "finetune")
 """``kbqa --help`` lists the commands in pipeline order."""
 
 

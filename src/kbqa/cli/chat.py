@@ -1,0 +1,308 @@
+"""``kbqa chat``: a conversation in the terminal, with the answer streamed as it is generated,
+the running node shown, citations, slash commands and threads that persist in SQLite.
+
+Threads are LangGraph checkpoints (``langgraph-checkpoint-sqlite``): each question runs the graph
+on the thread's state, so its ``history`` grows and a follow-up is rewritten to stand alone
+(:mod:`kbqa.answers.followup`). ``kbqa chat --thread ID`` resumes one. Ctrl-C stops the answer
+being generated, not the session; Ctrl-D (or ``/quit``) leaves.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from kbqa.cli.app import app, fail
+from kbqa.cli.ask import load_models, make_context
+from kbqa.cli.settings import context_options
+
+HELP = """commands:
+  /sources   the passages of the last answer, with the sentence it came from
+  /route     the nodes the last question went through, with seconds per node
+  /k N       retrieve N chunks from now on
+  /model M   answer with model M from now on (a registered name or a .gguf path)
+  /new       start a new thread
+  /history   the questions and answers of this thread
+  /help      this list
+  /quit      leave (or Ctrl-D); Ctrl-C stops an answer being generated"""
+
+STREAMED = ("generate", "verify", "fallback", "web_search")
+"""Nodes whose model output is streamed as it is generated."""
+
+
+def default_db() -> Path:
+    """Where threads are kept: ``$KBQA_CACHE/chat.sqlite`` (``~/.cache/kbqa``)."""
+    from kbqa.llm.models import cache_dir
+
+    return cache_dir() / "chat.sqlite"
+
+
+class Session:
+    """One chat: the settings, the threaded graph and the current thread.
+
+    Args:
+        ctx: The graph's settings (:class:`~kbqa.context.Context`).
+        db: The SQLite file of threads (created when missing).
+        thread: The thread to resume, or "" for a new one.
+        as_json: Print one JSON object per answer instead of the streamed view.
+
+    Raises:
+        ValueError: ``thread`` names a thread ``db`` does not hold.
+    """
+
+    def __init__(self, ctx: Any, db: Path, thread: str = "", *, as_json: bool = False) -> None:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+        from rich.console import Console
+
+        from kbqa.graph import build_graph
+
+        db.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(str(db), check_same_thread=False)
+        self.graph = build_graph(checkpointer=SqliteSaver(self.conn))
+        self.ctx = ctx
+        self.as_json = as_json
+        self.console = Console(highlight=False, soft_wrap=True)
+        self.last: dict[str, Any] = {}
+        if thread and not self.values(thread):
+            raise ValueError(f"no thread {thread!r} in {db} (start one with kbqa chat)")
+        self.thread = thread or uuid.uuid4().hex[:8]
+        if thread:
+            self.last = self.values(thread)
+
+    def config(self, thread: str | None = None) -> Any:
+        """The run config of ``thread`` (default: the current one)."""
+        return {"configurable": {"thread_id": thread or self.thread}}
+
+    def values(self, thread: str | None = None) -> dict[str, Any]:
+        """The thread's state (empty for a thread with no question yet)."""
+        return dict(self.graph.get_state(self.config(thread)).values)
+
+    def say(self, text: str, style: str = "") -> None:
+        if not self.as_json:
+            self.console.print(text, style=style or None, markup=False)
+
+    def ask(self, question: str) -> None:
+        """Run the graph on ``question`` in the thread, streaming; Ctrl-C stops it."""
+        streaming = False
+        modes: list[Any] = ["updates", "messages"]
+        parts: Any = self.graph.stream(
+            {"question": question}, self.config(), context=self.ctx, stream_mode=modes
+        )
+        try:
+            for mode, chunk in parts:
+                if self.as_json:
+                    continue
+                if mode == "messages":
+                    message, meta = chunk
+                    node, text = str(meta.get("langgraph_node", "")), str(message.content)
+                    if node in STREAMED and text:
+                        if not streaming:
+                            self.console.print(f"  {node}: ", end="", style="dim", markup=False)
+                            streaming = True
+                        self.console.print(text, end="", markup=False)
+                    continue
+                for node, update in chunk.items():
+                    if streaming:
+                        self.console.print()
+                        streaming = False
+                    note = " ".join(r for r in (update or {}).get("route", [])[1:]
+                                    if isinstance(r, str) and ":" in r)  # fmt: skip
+                    self.console.print(f"  · {node} {note}".rstrip(), style="dim", markup=False)
+        except KeyboardInterrupt:
+            if streaming:
+                self.console.print()
+            self.say("(stopped)", "yellow")
+            return
+        self.last = self.values()
+        if self.as_json:
+            out = {
+                k: self.last.get(k)
+                for k in (
+                    "question",
+                    "asked",
+                    "answer",
+                    "abstained",
+                    "answered_by",
+                    "sources",
+                    "route",
+                    "timings",
+                )
+            }
+            typer.echo(json.dumps({"thread": self.thread, **out}, ensure_ascii=False))
+            return
+        self.show_answer()
+
+    def show_answer(self) -> None:
+        out = self.last
+        if out.get("asked"):
+            self.say(f"  (asked as: {out['question']})", "dim")
+        self.console.print(f"answer: {out.get('answer', '')}", style="bold", markup=False)
+        self.show_sources(limit=3)
+
+    def show_sources(self, limit: int | None = None) -> None:
+        out = self.last
+        if not out:
+            self.say("no answer yet")
+            return
+        for i, src in enumerate(out.get("sources", [])[:limit], start=1):
+            where = src["url"] or f"doc {src['doc_id']}"
+            self.say(f"  [{i}] {src['title'] or src['doc_id']} ({where})")
+            sentence = self.sentence(src)
+            if sentence:
+                self.say(f"      “{sentence}”", "dim")
+
+    def sentence(self, src: dict[str, Any]) -> str:
+        """The sentence of a cited chunk that holds the answer ("" when none, or abstained)."""
+        from kbqa.answers.extract import sentences
+        from kbqa.answers.snap import grounded
+        from kbqa.resources import retriever_for
+
+        if self.last.get("abstained") or src["chunk_id"] < 0:
+            return ""
+        try:
+            sub = self.last.get("context_index") or None
+            text = retriever_for(self.ctx, sub).chunks[src["chunk_id"]].text
+        except Exception:  # an index that changed under a resumed thread: no sentence
+            return ""
+        answer = str(self.last.get("answer", ""))
+        return next((s.strip() for s in sentences(text) if grounded(answer, [s])), "")
+
+    def command(self, line: str) -> bool:
+        """Run a slash command; False when the session should end."""
+        name, _, arg = line.partition(" ")
+        arg = arg.strip()
+        if name in ("/quit", "/exit"):
+            return False
+        if name == "/help":
+            self.say(HELP)
+        elif name == "/sources":
+            self.show_sources()
+        elif name == "/route":
+            timings = self.last.get("timings", [])
+            self.say(" -> ".join(self.last.get("route", [])) or "no question yet")
+            for t in timings:
+                self.say(f"  {t['node']:<17} {t['seconds']:.3f} s")
+        elif name == "/k":
+            self.set(k=arg)
+        elif name == "/model":
+            self.set(model=arg)
+        elif name == "/new":
+            self.thread = uuid.uuid4().hex[:8]
+            self.last = {}
+            self.say(f"new thread {self.thread}")
+        elif name == "/history":
+            turns = self.values().get("history", [])
+            for i, turn in enumerate(turns, start=1):
+                self.say(f"{i}. {turn['question']}\n   -> {turn['answer']}")
+            if not turns:
+                self.say("no questions in this thread yet")
+        else:
+            self.say(f"unknown command {name}; /help lists them", "red")
+        return True
+
+    def set(self, **change: str) -> None:
+        """Change one setting for the rest of the session, checked like a command-line option."""
+        from kbqa.errors import KBQAError
+
+        (name, value), = change.items()  # fmt: skip
+        try:
+            typed: Any = int(value) if name == "k" else value
+            ctx = replace(self.ctx, **{name: typed})
+            if name == "model":
+                load_models_quietly(ctx)
+        except (ValueError, KBQAError) as exc:
+            self.say(f"{name} not changed: {exc}", "red")
+            return
+        self.ctx = ctx
+        self.say(f"{name} = {typed}")
+
+
+def load_models_quietly(ctx: Any) -> None:
+    """Load a newly chosen model now, so a misspelt name is refused at once.
+
+    Raises:
+        ModelError: The name or path cannot load.
+    """
+    from kbqa.errors import ModelError
+    from kbqa.resources import preload
+
+    problem = preload(ctx)
+    if problem:
+        raise ModelError(problem)
+
+
+def read_line(interactive: bool) -> str:
+    """One line from the user: on a terminal with line editing and history (GNU readline, as
+    Python's ``input`` gives it), else from stdin.
+
+    Raises:
+        EOFError: Ctrl-D or the end of input.
+        KeyboardInterrupt: Ctrl-C at the prompt.
+    """
+    if interactive:
+        return input("> ")
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line
+
+
+@app.command()
+@context_options()
+def chat(
+    thread: Annotated[
+        str, typer.Option("--thread", help="Resume this thread (its id is printed at the start).")
+    ] = "",
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", help="SQLite file of threads [default: ~/.cache/kbqa/chat.sqlite]."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object per answer (for scripts).")
+    ] = False,
+    *,
+    settings: dict[str, Any],
+) -> None:
+    """Chat with an index: answers stream as they are generated, follow-ups are understood,
+    and threads persist (`/help` lists the commands)."""
+    from kbqa.errors import KBQAError
+
+    ctx = make_context(settings)
+    try:
+        load_models(ctx)
+        session = Session(ctx, db or default_db(), thread, as_json=as_json)
+    except (KBQAError, ValueError, sqlite3.Error) as exc:
+        fail(str(exc))
+    interactive = sys.stdin.isatty() and not as_json
+    if interactive:
+        import readline  # noqa: F401  (line editing and history for input())
+    if not as_json:
+        resumed = f"resumed thread {thread}" if thread else f"thread {session.thread}"
+        session.say(f"kbqa chat: {ctx.index_dir}, model {ctx.model}, {resumed} "
+                    f"(resume it with kbqa chat --thread {session.thread}); /help for commands, "
+                    "Ctrl-D to leave")  # fmt: skip
+    while True:
+        try:
+            line = read_line(interactive).strip()
+        except KeyboardInterrupt:
+            continue
+        except EOFError:
+            break
+        if not line:
+            continue
+        if line.startswith("/"):
+            if not session.command(line):
+                break
+            continue
+        try:
+            session.ask(line)
+        except (KBQAError, ValueError) as exc:
+            session.say(f"error: {exc}", "red")
+    session.conn.close()

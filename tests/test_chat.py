@@ -1,0 +1,165 @@
+"""``kbqa chat`` through a pseudo-terminal (pexpect), with fake models: streaming, citations,
+commands, a follow-up, Ctrl-C, Ctrl-D and a resumed thread."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from kbqa.graph import build_graph
+
+pexpect = pytest.importorskip("pexpect")
+
+KBQA = str(Path(sys.executable).with_name("kbqa"))
+PROMPT = r"(?<!-)> "
+
+
+def spawn(index: Path, db: Path, *extra: str, model: str) -> pexpect.spawn:
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "KBQA_WEB_SEARCH": "off",
+        "COLUMNS": "200",
+        "TERM": "dumb",
+    }  # fmt: skip  (no colour codes between the words)
+    args = ["chat", "--index", str(index), "--embedder", "fake/hash", "--model", model,
+            "--db", str(db), "--cross-check", "off", *extra]  # fmt: skip
+    return pexpect.spawn(KBQA, args, env=env, encoding="utf-8", timeout=60, dimensions=(40, 200))
+
+
+def thread_of(child: pexpect.spawn) -> str:
+    child.expect(r"kbqa chat --thread (\w+)\)")
+    return str(child.match.group(1))
+
+
+def test_a_conversation_with_a_followup_then_resumed(both_index: Path, tmp_path: Path) -> None:
+    db = tmp_path / "chat.sqlite"
+    child = spawn(both_index, db, model="fake/script:১৯১৩|কলকাতায়")
+    thread = thread_of(child)
+    child.expect(PROMPT)
+    child.sendline("রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?")
+    child.expect("generate: ১৯১৩")  # streamed from the generate node
+    child.expect("answer: ১৯১৩")
+    child.expect(r"\[1\] রবীন্দ্রনাথ ঠাকুর \(doc d2\)")
+    child.expect("তিনি ১৯১৩ সালে নোবেল পুরস্কার পান")  # the sentence it came from
+    child.expect(PROMPT)
+    child.sendline("আর তিনি কোথায় জন্মগ্রহণ করেন?")
+    child.expect("classify: follow-up rewritten")
+    child.expect(r"asked as: রবীন্দ্রনাথ ঠাকুর কোথায় জন্মগ্রহণ করেন\?")
+    child.expect("answer: কলকাতায়")
+    child.expect(PROMPT)
+    child.sendline("/route")
+    child.expect("classify -> classify: follow-up rewritten -> retrieve")
+    child.expect(r"finalize\s+\d+\.\d{3} s")
+    child.sendline("/k 0")
+    child.expect("k not changed: k must be a positive integer")
+    child.sendline("/nonsense")
+    child.expect("unknown command /nonsense")
+    child.sendcontrol("c")  # at the prompt: nothing to stop, the session goes on
+    child.sendline("/help")
+    child.expect("/history")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+    again = spawn(both_index, db, "--thread", thread, model="fake/script:x")
+    again.expect(f"resumed thread {thread}")
+    again.expect(PROMPT)
+    again.sendline("/history")
+    again.expect("1. রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান\\?")
+    again.expect("-> ১৯১৩")
+    again.expect("2. রবীন্দ্রনাথ ঠাকুর কোথায় জন্মগ্রহণ করেন\\?")
+    again.expect("-> কলকাতায়")
+    again.sendline("/quit")
+    again.expect(pexpect.EOF)
+
+
+def test_ctrl_c_stops_an_answer_not_the_session(both_index: Path, tmp_path: Path) -> None:
+    child = spawn(both_index, tmp_path / "c.sqlite", "--max-retries", "0", model="fake/slow:5")
+    child.expect(PROMPT)
+    child.sendline("বাংলাদেশের রাজধানী কোথায়?")
+    child.expect("· retrieve")
+    child.sendcontrol("c")
+    child.expect(r"\(stopped\)", timeout=20)
+    child.expect(PROMPT)
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+
+
+def test_unknown_thread_and_json_output(both_index: Path, tmp_path: Path) -> None:
+    db = tmp_path / "j.sqlite"
+    bad = subprocess.run([KBQA, "chat", "--index", str(both_index), "--embedder", "fake/hash",
+                          "--model", "fake/abstain", "--db", str(db), "--thread", "nope"],
+                         capture_output=True, text=True, input="")  # fmt: skip
+    assert bad.returncode == 2 and "no thread 'nope'" in bad.stderr
+    done = subprocess.run(
+        [KBQA, "chat", "--index", str(both_index), "--embedder", "fake/hash", "--model",
+         "fake/script:ঢাকা", "--db", str(db), "--json", "--cross-check", "off"],
+        capture_output=True, text=True, input="বাংলাদেশের রাজধানী কোথায়?\n/quit\n",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    assert len(lines) == 1 and lines[0]["answer"] == "ঢাকা" and lines[0]["sources"]
+    assert re.fullmatch(r"\w{8}", lines[0]["thread"])
+
+
+@pytest.mark.integration
+def test_a_real_conversation_streams_whole_characters(both_index: Path, tmp_path: Path) -> None:
+    """The default reader (Gemma 3 270M + the shipped adapter, llama.cpp): a Bangla question,
+    a follow-up, an English question; what was streamed is the reader's whole reply, with no
+    Bangla character broken across tokens."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "KBQA_WEB_SEARCH": "off", "TERM": "dumb"}
+    db = tmp_path / "real.sqlite"
+    args = ["chat", "--index", str(both_index), "--embedder", "fake/hash", "--db", str(db)]
+    child = pexpect.spawn(KBQA, args, env=env, encoding="utf-8", timeout=180, dimensions=(40, 200))
+    thread = thread_of(child)
+    streamed: list[str] = []
+    for question in ("রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?",
+                     "আর তিনি কোথায় জন্মগ্রহণ করেন?", "Which river does Paris lie on?"):  # fmt: skip
+        child.expect(PROMPT)
+        child.sendline(question)
+        child.expect(r"generate: ([^\r\n]*)\r\n")
+        streamed.append(child.match.group(1))
+        child.expect(r"answer: ([^\r\n]*)")
+    child.expect(PROMPT)
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+    again = spawn(both_index, db, "--thread", thread, "--json", model="gemma3-270m-reader")
+    again.sendline("/quit")
+    again.expect(pexpect.EOF)
+    saver = SqliteSaver(sqlite3.connect(str(db), check_same_thread=False))
+    history = (
+        build_graph(checkpointer=saver)
+        .get_state({"configurable": {"thread_id": thread}})
+        .values["history"]
+    )
+    assert len(history) == 3
+    assert history[1]["question"].startswith("রবীন্দ্রনাথ ঠাকুর")  # the follow-up, rewritten
+    assert all("\ufffd" not in t["answer"] for t in history)
+    assert all(text.strip() and "\ufffd" not in text for text in streamed), streamed
+
+
+@pytest.mark.integration
+def test_streamed_pieces_join_to_the_whole_reply() -> None:
+    """llama.cpp may split one UTF-8 character across tokens: the streamed pieces must still
+    join to exactly the reply a whole generation gives."""
+    from kbqa.llm.models import load_chat_model
+    from kbqa.prompts import ANSWER_STOP, Passage, render_answer_prompt
+
+    model = load_chat_model("gemma3-270m-reader", 2048, 0)
+    passage = Passage("রবীন্দ্রনাথ ঠাকুর", "রবীন্দ্রনাথ ঠাকুর ১৮৬১ সালে কলকাতার জোড়াসাঁকোয় জন্মগ্রহণ "
+                      "করেন। তিনি ১৯১৩ সালে সাহিত্যে নোবেল পুরস্কার পান।")  # fmt: skip
+    for question in ("রবীন্দ্রনাথ ঠাকুর কোথায় জন্মগ্রহণ করেন?", "তিনি কবে নোবেল পান?"):
+        messages = render_answer_prompt(question, [passage], style="tuned")
+        whole = str(model.invoke(messages, stop=ANSWER_STOP, max_tokens=24).content)
+        pieces = [str(c.content) for c in model.stream(messages, stop=ANSWER_STOP, max_tokens=24)]
+        assert "".join(pieces) == whole and "\ufffd" not in whole and whole.strip()

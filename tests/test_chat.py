@@ -53,7 +53,7 @@ def test_a_conversation_with_a_followup_then_resumed(both_index: Path, tmp_path:
     child.expect(PROMPT)
     child.sendline("আর তিনি কোথায় জন্মগ্রহণ করেন?")
     child.expect("classify: follow-up rewritten")
-    child.expect(r"asked as: রবীন্দ্রনাথ ঠাকুর কোথায় জন্মগ্রহণ করেন\?")
+    child.expect(r"understood as: রবীন্দ্রনাথ ঠাকুর কোথায় জন্মগ্রহণ করেন\?")
     child.expect("answer: কলকাতায়")
     child.expect(PROMPT)
     child.sendline("/route")

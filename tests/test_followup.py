@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from kbqa.answers.followup import LastTurn, is_followup, standalone_question
+from kbqa.answers.followup import LastTurn, is_followup, standalone_question, topic_title
 from kbqa.context import Context
 from kbqa.graph import build_graph, graph
 
@@ -35,6 +35,14 @@ TAGORE = LastTurn("গীতাঞ্জলি কে লিখেছেন?", "
 def test_standalone_question(question: str, last: LastTurn | None, expected: str) -> None:
     language = "en" if question.isascii() else "bn"
     assert standalone_question(question, language, last) == expected
+
+
+def test_the_topic_is_the_cited_page_the_question_names() -> None:
+    titles = ["এশিয়া", "রবীন্দ্রনাথ ঠাকুর"]  # the answer was read from the Asia page
+    assert topic_title("রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?", titles) == "রবীন্দ্রনাথ ঠাকুর"
+    assert topic_title("রবীন্দ্রনাথ ঠাকুরের জন্ম কোথায়?", titles) == "রবীন্দ্রনাথ ঠাকুর"
+    assert topic_title("নোবেল পুরস্কার কবে চালু হয়?", titles) == "এশিয়া"
+    assert topic_title("x?", []) == ""
 
 
 def test_plain_questions_are_not_followups() -> None:

@@ -108,3 +108,18 @@ def standalone_question(question: str, language: str, last: LastTurn | None) -> 
     if not replaced:  # "আর ঢাকা?" / "and Dhaka?": nothing to fill in
         return question if body == question else body[:1].upper() + body[1:]
     return out[:1].upper() + out[1:] if lang == "en" else out
+
+
+def topic_title(question: str, titles: list[str]) -> str:
+    """The page a turn was about, for a later follow-up to refer to: the first cited title that
+    the question names (at a word start, so ``রবীন্দ্রনাথ ঠাকুরের`` names ``রবীন্দ্রনাথ ঠাকুর``),
+    else the first cited title ("" when none). An answer read from a page about something else
+    (a list of Asian Nobel laureates) does not change the topic."""
+    from kbqa.answers.normalize import normalize_answer
+
+    asked = f" {normalize_answer(question)}"
+    for title in titles:
+        norm = normalize_answer(title)
+        if norm and f" {norm}" in asked:
+            return title
+    return titles[0] if titles else ""

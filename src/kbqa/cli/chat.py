@@ -142,7 +142,7 @@ class Session:
     def show_answer(self) -> None:
         out = self.last
         if out.get("asked"):
-            self.say(f"  (asked as: {out['question']})", "dim")
+            self.say(f"  (understood as: {out['question']})", "dim")
         self.console.print(f"answer: {out.get('answer', '')}", style="bold", markup=False)
         self.show_sources(limit=3)
 

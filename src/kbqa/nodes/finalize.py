@@ -9,6 +9,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.answers.cleanup import YES_NO_IN, postprocess
+from kbqa.answers.followup import topic_title
 from kbqa.answers.snap import ground_answer, snap_to_context, snap_to_span
 from kbqa.context import Context
 from kbqa.nodes.common import chunks_of, context_of, visited
@@ -64,7 +65,7 @@ def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "answer": final,
         "abstained": abstained,
         "question_type": state.get("question_type", "other"),
-        "title": sources[0]["title"] if sources and not abstained else "",
+        "title": "" if abstained else topic_title(state["question"], [s["title"] for s in sources]),
     }
     return {
         "answer": final,

@@ -1,6 +1,7 @@
 """The command line: bad input gives a clear error and exit code 2; nothing half-written."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,10 @@ def test_index_ask_eval_with_fakes(kb_file: Path, tmp_path: Path) -> None:
     code, text = run_fake("ask", "বাংলাদেশের রাজধানী কোথায়?", out, model="fake/script:ঢাকা")
     assert code == 0, text
     assert "answer: ঢাকা" in text and "route: classify -> retrieve" in text and "[1] ঢাকা" in text
+    code, text = run_fake("ask", "বাংলাদেশের রাজধানী কোথায়?", out, "--verbose",
+                          model="fake/script:ঢাকা")  # fmt: skip
+    assert code == 0 and "timings:" in text
+    assert re.search(r"^  retrieve\s+\d+\.\d{3} s$", text, flags=re.M), text
     qa = tmp_path / "qa.jsonl"
     qa.write_text(
         json.dumps(

@@ -13,7 +13,8 @@ from kbqa.cli.settings import option_args
 from kbqa.context import Context
 
 OWN_OPTIONS = {
-    "ask": {"question", "as_json"},
+    "ask": {"question", "as_json", "verbose"},
+    "chat": {"thread", "db", "as_json"},
     "eval run": {
         "questions", "limit", "sample", "seed", "out", "overwrite", "ablate", "models",
         "max_concurrency", "dataset_name", "report",
@@ -32,7 +33,7 @@ def command(path: str) -> Any:
     return cmd
 
 
-@pytest.mark.parametrize("path", ["ask", "eval run"])
+@pytest.mark.parametrize("path", ["ask", "chat", "eval run"])
 def test_every_setting_is_an_option_and_every_option_a_setting(path: str) -> None:
     names = {p.name for p in command(path).params}
     assert set(Context.field_names()) - names == set(), "a Context field has no option"

@@ -57,6 +57,9 @@ def ask(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole graph output as JSON.")
     ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Also print the seconds of every node run.")
+    ] = False,
     *,
     settings: dict[str, Any],
 ) -> None:
@@ -86,6 +89,10 @@ def ask(
         typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
     print_answer(out, ctx.index_dir)
+    if verbose:
+        typer.echo("timings:")
+        for t in out.get("timings", []):
+            typer.echo(f"  {t['node']:<17} {t['seconds']:.3f} s")
     typer.echo(
         f"time: retrieval {_seconds(out, 'retrieve', 'retry'):.2f} s, "
         f"llm {_seconds(out, 'generate', 'verify', 'fallback', 'web_search'):.2f} s, "

@@ -21,6 +21,7 @@ import random
 import shlex
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -223,6 +224,42 @@ def val_sample(examples: list[ReaderExample], n: int, seed: int) -> list[ReaderE
     return random.Random(seed).sample(val, min(n, len(val)))
 
 
+@dataclass
+class RunStart:
+    """What every ``kbqa finetune`` pipeline starts from: the checked inputs' output directory,
+    the command line, the base GGUF and its sha256, the base loaded in transformers, and the
+    training KB's index."""
+
+    out: Path
+    command: str
+    base_path: Path
+    base_sha: str
+    model: Any
+    tokenizer: Any
+    index_dir: Path
+
+
+def start_run(cfg: ReaderConfig, command: str | None = None) -> RunStart:
+    """Check the inputs (:func:`check_inputs`), make ``cfg.out``, load the base model once
+    (converted weights cached) and find or build the training index (:func:`ensure_index`).
+
+    Raises:
+        InputError, ModelError: See :func:`check_inputs` and
+            :func:`kbqa.finetune.base.load_base`.
+    """
+    from kbqa.finetune.base import load_base
+
+    check_inputs(cfg)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    command = command or shlex.join(["kbqa", *sys.argv[1:]])  # argv: kbqa finetune reader ...
+    base_path, _ = resolve_model(cfg.base_model)
+    spec = MODELS.get(cfg.base_model)
+    base_sha = spec.sha256 if spec else file_sha256(base_path)
+    model, tokenizer = load_base(base_path, sha256=base_sha)
+    return RunStart(out, command, base_path, base_sha, model, tokenizer, ensure_index(cfg, out))
+
+
 def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[str, Any]:
     """Run the whole pipeline; returns the manifest (also written to ``OUT/adapter``).
 
@@ -234,7 +271,6 @@ def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[s
     """
     from peft import get_peft_model_state_dict
 
-    from kbqa.finetune.base import load_base
     from kbqa.finetune.evaluate import (
         THRESHOLDS,
         abstention_curve,
@@ -245,15 +281,9 @@ def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[s
     from kbqa.finetune.export import write_adapter
     from kbqa.finetune.train import lora_model, plot_loss, train_reader
 
-    check_inputs(cfg)
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    command = command or shlex.join(["kbqa", *sys.argv[1:]])  # argv: kbqa finetune reader ...
-    base_path, _ = resolve_model(cfg.base_model)
-    spec = MODELS.get(cfg.base_model)
-    base_sha = spec.sha256 if spec else file_sha256(base_path)
-    model, tokenizer = load_base(base_path, sha256=base_sha)
-    index_dir = ensure_index(cfg, out)
+    start = start_run(cfg, command)
+    out, command, base_path, base_sha = start.out, start.command, start.base_path, start.base_sha
+    model, tokenizer, index_dir = start.model, start.tokenizer, start.index_dir
     examples, data_meta = prepare_examples(cfg, out, tokenizer, index_dir)
     train = [e for e in examples if e.split == "train"]
     val = val_sample(examples, cfg.val_examples, cfg.seed)  # validation loss and F1 alike

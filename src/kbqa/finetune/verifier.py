@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
-import shlex
 import statistics
-import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -273,30 +271,17 @@ def run_verifier_finetune(cfg: VerifierConfig, command: str | None = None) -> di
     """
     from peft import get_peft_model_state_dict
 
-    from kbqa.finetune.base import TokenizerCounter, load_base
+    from kbqa.finetune.base import TokenizerCounter
     from kbqa.finetune.evaluate import load_reader
     from kbqa.finetune.export import write_adapter
-    from kbqa.finetune.reader import (
-        adapter_manifest,
-        check_inputs,
-        ensure_index,
-        prepare_examples,
-        val_sample,
-    )
+    from kbqa.finetune.reader import adapter_manifest, prepare_examples, start_run, val_sample
     from kbqa.finetune.train import lora_model, plot_loss, train_reader
-    from kbqa.llm.cache import file_sha256
-    from kbqa.llm.models import MODELS, load_chat_model, resolve_model
+    from kbqa.llm.models import load_chat_model
     from kbqa.resources import retriever_for
 
-    check_inputs(cfg)
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    command = command or shlex.join(["kbqa", *sys.argv[1:]])
-    base_path, _ = resolve_model(cfg.base_model)
-    spec = MODELS.get(cfg.base_model)
-    base_sha = spec.sha256 if spec else file_sha256(base_path)
-    model, tokenizer = load_base(base_path, sha256=base_sha)
-    index_dir = ensure_index(cfg, out)
+    start = start_run(cfg, command)
+    out, command, base_path, base_sha = start.out, start.command, start.base_path, start.base_sha
+    model, tokenizer, index_dir = start.model, start.tokenizer, start.index_dir
     (out / "reader").mkdir(exist_ok=True)
     reader_examples, reader_meta = prepare_examples(cfg, out / "reader", tokenizer, index_dir)
     # the verify node reads whole chunks: a redacted negative would be another question there

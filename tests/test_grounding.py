@@ -184,6 +184,7 @@ PASSAGES = [
         ("1000000000000000000000000000000", ""),
         ("ল্যাবরেট", "ল্যাবরেটরি"),
         ("রেটরি", ""),  # inside a word, not its start
+        ("38.8", ""),  # a number is never completed (38.83 is another number)
         ("হ্যাঁ", "হ্যাঁ"),  # yes/no words need no passage
         ("No", "No"),
     ],

@@ -164,13 +164,13 @@ def grounded(answer: str, texts: Sequence[str]) -> bool:
 def complete_last_word(answer: str, passages: Sequence[str]) -> str:
     """The answer with a cut-off last word completed from the passage that holds it: a reader
     stopped by its token budget ends ``... রিসার্চ ল্যাবরেট`` where the context says
-    ``ল্যাবরেটরি``. Returns ``answer`` unchanged when no passage holds it as a word-initial
-    string."""
+    ``ল্যাবরেটরি``. Only letters complete a word: an answer ending in a digit is returned as it
+    is, as is one no passage holds as a word-initial string."""
     core = answer.strip(_EDGE)
-    if not core:
-        return answer
+    if not core or not regex.match(r"[\p{L}\p{M}]", core[-1]):
+        return answer  # a number is not completed: "June 19" must not become "June 1962"
     pattern = regex.compile(
-        r"(?<![\p{L}\p{M}\p{N}])" + regex.escape(core) + r"[\p{L}\p{M}\p{N}]*", regex.I
+        r"(?<![\p{L}\p{M}\p{N}])" + regex.escape(core) + r"[\p{L}\p{M}]*", regex.I
     )
     for text in passages:
         if m := pattern.search(text):

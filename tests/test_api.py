@@ -84,3 +84,23 @@ def test_langchain_retriever_returns_documents_in_prompt_order(both_index: Path)
     assert len(retriever.invoke(QUESTION, k=1)) <= 2  # a hit and its padding
     with pytest.raises(ValueError):
         KBQARetriever(index_dir=str(both_index), k=0)
+
+
+def test_wrong_types_are_named(both_index: Path) -> None:
+    qa = KBQA.from_index(both_index, model="fake/script:ঢাকা", **FAKE)
+    with pytest.raises(TypeError, match="a question must be a string, got int"):
+        qa.ask(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not one string"):
+        qa.batch("abc")
+    with pytest.raises(ValueError, match="question 1: question is empty"):
+        qa.batch([QUESTION, " "])
+    with pytest.raises(ValueError, match="question is empty"):
+        qa.stream("")  # at the call, before iterating
+    with pytest.raises(TypeError, match="index_dir is the path argument"):
+        KBQA.from_index(both_index, index_dir="x")
+    for bad in ({"bm25_weight": "0.5"}, {"abstention_phrase": None}, {"model": 123}):
+        with pytest.raises(ValueError, match=r"must be a (number|string)"):
+            KBQA.from_index(both_index, **{**FAKE, **bad})
+    with pytest.raises(ValueError):
+        KBQARetriever(index_dir=str(both_index), top_k=1)  # an unknown field
+    assert KBQARetriever(index_dir=both_index, embedder="fake/hash").invoke(QUESTION)

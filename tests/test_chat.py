@@ -163,3 +163,43 @@ def test_streamed_pieces_join_to_the_whole_reply() -> None:
         whole = str(model.invoke(messages, stop=ANSWER_STOP, max_tokens=24).content)
         pieces = [str(c.content) for c in model.stream(messages, stop=ANSWER_STOP, max_tokens=24)]
         assert "".join(pieces) == whole and "\ufffd" not in whole and whole.strip()
+
+
+def _chat(index: Path, *args: str, stdin: str = "/quit\n") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KBQA, "chat", "--index", str(index), "--embedder", "fake/hash",
+                           "--model", "fake/script:ঢাকা", "--cross-check", "off", *args],
+                          capture_output=True, text=True, input=stdin)  # fmt: skip
+
+
+def test_a_bad_db_is_refused_and_left_as_it_was(both_index: Path, tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n")
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("create table checkpoints (id integer, payload text)")
+    before = other.read_bytes()
+    cases = [(text, "is not a SQLite database"), (other, "another program's"),
+             (tmp_path, "is a directory"), (text / "x.db", "cannot create")]
+    for db, message in cases:
+        done = _chat(both_index, "--db", str(db))
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert other.read_bytes() == before and text.read_text() == "not a database\n"
+
+
+def test_json_mode_answers_every_line_and_a_thread_has_one_chat(
+    both_index: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "j.sqlite"
+    done = _chat(both_index, "--db", str(db), "--json",
+                 stdin="বাংলাদেশের রাজধানী কোথায়?\n/k abc\n/nonsense\n/quit\n")  # fmt: skip
+    lines = [json.loads(x) for x in done.stdout.splitlines()]
+    assert [sorted(set(x) - {"thread"})[0] for x in lines][1:] == ["error", "error"]
+    assert "k must be a positive whole number" in lines[1]["error"]
+    thread = lines[0]["thread"]
+    holder = spawn(both_index, db, "--thread", thread, model="fake/script:ঢাকা")
+    holder.expect(PROMPT)
+    second = _chat(both_index, "--db", str(db), "--thread", thread)
+    assert second.returncode == 2 and "open in another kbqa chat" in second.stderr
+    holder.sendline("/quit")
+    holder.expect(pexpect.EOF)
+    assert _chat(both_index, "--db", str(db), "--thread", thread).returncode == 0

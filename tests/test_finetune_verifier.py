@@ -136,3 +136,8 @@ def test_a_verifier_adapter_is_served_on_the_generators_base(tmp_path: Path) -> 
     chosen = Context(model="gemma3-270m-reader", verifier_adapter=str(tmp_path),
                      verifier_model="gemma3-270m", web_search="off")  # fmt: skip
     assert verifier_name(chosen) == "gemma3-270m"
+
+
+def test_a_window_too_small_for_the_verifier_is_refused_before_any_work() -> None:
+    with pytest.raises(ValueError, match=r"n_ctx \(100\) must be at least max_verify_tokens"):
+        VerifierConfig(train="t", kb="k", n_ctx=100, max_answer_tokens=30, max_verify_tokens=60)

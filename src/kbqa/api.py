@@ -138,6 +138,7 @@ class KBQA:
 
         self.context = context
         self.graph = graph
+        self._warned = False
         if load:
             self._load()
 
@@ -156,6 +157,10 @@ class KBQA:
             ValueError: A setting is unknown or out of range (the message names it).
             TypeError: A setting is not a Context field.
         """
+        if "index_dir" in settings:
+            raise TypeError("index_dir is the path argument of from_index, not a setting")
+        if not isinstance(path, (str, Path)):
+            raise TypeError(f"path must be an index directory (str or Path), got {path!r}")
         if not Path(path).is_dir():
             raise IndexLoadError(f"index not found: {path} (build one with kbqa index)")
         unknown = sorted(set(settings) - set(Context.field_names()) - {"retriever"})
@@ -177,27 +182,45 @@ class KBQA:
         """Answer one question.
 
         Raises:
+            TypeError: ``question`` is not a string.
             ValueError: An empty question.
             KBQAError: The index or model failed (a broken index file, say).
         """
         self._check(question)
         started = time.perf_counter()
         out = self.graph.invoke({"question": question}, context=self.context)
+        self._warn(out)
         return Answer.from_output(question, dict(out), time.perf_counter() - started)
 
     def batch(self, questions: Iterable[str]) -> list[Answer]:
         """Answer several questions, one after another (the llama.cpp reader runs one
-        generation at a time)."""
-        return [self.ask(q) for q in questions]
+        generation at a time). Every question is checked before the first is answered.
+
+        Raises:
+            TypeError: ``questions`` is one string (not a list of them), or holds a non-string.
+            ValueError: One of them is empty (the message gives its position).
+        """
+        if isinstance(questions, (str, bytes)):
+            raise TypeError("batch takes a list of questions, not one string: use ask()")
+        asked = list(questions)
+        for i, q in enumerate(asked):
+            try:
+                self._check(q)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"question {i}: {exc}") from None
+        return [self.ask(q) for q in asked]
 
     def stream(self, question: str) -> Iterator[Event]:
         """Answer one question, yielding ``node`` events as nodes finish, ``token`` events as
         the reader (or the verifier) generates, then one ``answer`` event.
 
         Raises:
-            ValueError: An empty question.
+            TypeError, ValueError: As :meth:`ask`, at the call (before iterating).
         """
         self._check(question)
+        return self._stream(question)
+
+    def _stream(self, question: str) -> Iterator[Event]:
         started = time.perf_counter()
         final: dict[str, Any] = {}
         modes: list[Any] = ["updates", "messages", "values"]
@@ -215,10 +238,21 @@ class KBQA:
                     yield Event("node", node=node, update=dict(update or {}))
             else:
                 final = dict(chunk)
+        self._warn(final)
         answer = Answer.from_output(question, final, time.perf_counter() - started)
         yield Event("answer", answer=answer)
 
+    def _warn(self, out: Any) -> None:
+        """Say once that the reader failed and the extractor answered (``load=False`` skips the
+        check at construction)."""
+        if out.get("llm_error") and not self._warned:
+            self._warned = True
+            log.warning("LLM unavailable (%s); answering with the pattern extractor",
+                        out["llm_error"])  # fmt: skip
+
     @staticmethod
     def _check(question: str) -> None:
-        if not isinstance(question, str) or not question.strip():
+        if not isinstance(question, str):
+            raise TypeError(f"a question must be a string, got {type(question).__name__}")
+        if not question.strip():
             raise ValueError("question is empty: ask a non-empty question")

@@ -209,8 +209,14 @@ class Context:
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
         for f in fields(self):
-            if f.type in ("bool", bool) and not isinstance(getattr(self, f.name), bool):
-                raise ValueError(f"{f.name} must be true or false, got {getattr(self, f.name)!r}")
+            value = getattr(self, f.name)
+            if f.type in ("bool", bool) and not isinstance(value, bool):
+                raise ValueError(f"{f.name} must be true or false, got {value!r}")
+            if f.type in ("str", str) and not isinstance(value, str):
+                raise ValueError(f"{f.name} must be a string, got {value!r}")
+            number = f.type in ("float", float) or (f.type == "float | None" and value is not None)
+            if number and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ValueError(f"{f.name} must be a number, got {value!r}")
         for name in ("bm25_weight", "dense_weight", "web_timeout", "abstention_threshold"):
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):

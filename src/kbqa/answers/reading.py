@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage
 
 from kbqa.answers.abstention import settled_abstention
 from kbqa.context import Context
+from kbqa.llm.cancel import CANCEL
 from kbqa.prompts import ANSWER_STOP, PLAIN_STYLES, Passage
 from kbqa.prompts.budget import fit_prompt, prompt_budget
 
@@ -122,6 +123,8 @@ def stream_until_abstention(
     text = ""
     for part in model.stream(messages, stop=stop, max_tokens=max_tokens, **kwargs):
         text += str(part.content)
+        if CANCEL.is_set():  # Ctrl-C in kbqa chat: the answer is abandoned
+            break
         if settled_abstention(text, phrase):
             log.debug("abstention settled after %d chars; generation stopped", len(text))
             break

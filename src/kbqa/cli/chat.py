@@ -54,7 +54,8 @@ class Session:
         as_json: Print one JSON object per answer instead of the streamed view.
 
     Raises:
-        ValueError: ``thread`` names a thread ``db`` does not hold.
+        ValueError: ``thread`` names a thread ``db`` does not hold; ``db`` is not a kbqa chat
+            database (see :func:`open_db`); the thread is open in another ``kbqa chat``.
     """
 
     def __init__(self, ctx: Any, db: Path, thread: str = "", *, as_json: bool = False) -> None:
@@ -63,9 +64,10 @@ class Session:
 
         from kbqa.graph import build_graph
 
-        db.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(str(db), check_same_thread=False)
+        self.db = db
+        self.conn = open_db(db)
         self.graph = build_graph(checkpointer=SqliteSaver(self.conn))
+        self.lock: Any = None
         self.ctx = ctx
         self.as_json = as_json
         self.console = Console(highlight=False, soft_wrap=True)
@@ -73,8 +75,31 @@ class Session:
         if thread and not self.values(thread):
             raise ValueError(f"no thread {thread!r} in {db} (start one with kbqa chat)")
         self.thread = thread or uuid.uuid4().hex[:8]
+        self.hold(self.thread)
         if thread:
             self.last = self.values(thread)
+
+    def hold(self, thread: str) -> None:
+        """Lock ``thread`` for this process (a lock file beside the database), so two chats
+        cannot write one thread and lose each other's turns.
+
+        Raises:
+            ValueError: Another ``kbqa chat`` holds it.
+        """
+        import fcntl
+
+        path = self.db.with_name(f"{self.db.name}.{thread}.lock")
+        handle = path.open("w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise ValueError(
+                f"thread {thread} is open in another kbqa chat; leave that one first"
+            ) from None
+        if self.lock is not None:
+            self.lock.close()
+        self.lock = handle
 
     def config(self, thread: str | None = None) -> Any:
         """The run config of ``thread`` (default: the current one)."""
@@ -85,11 +110,33 @@ class Session:
         return dict(self.graph.get_state(self.config(thread)).values)
 
     def say(self, text: str, style: str = "") -> None:
-        if not self.as_json:
+        """Print a message (with ``--json``: one JSON object, ``error`` for a red one, else
+        ``message``, so a script gets one line back for every line it sent)."""
+        if self.as_json:
+            key = "error" if style == "red" else "message"
+            typer.echo(json.dumps({"thread": self.thread, key: text}, ensure_ascii=False))
+        else:
             self.console.print(text, style=style or None, markup=False)
 
     def ask(self, question: str) -> None:
         """Run the graph on ``question`` in the thread, streaming; Ctrl-C stops it."""
+        import signal
+
+        from kbqa.llm.cancel import CANCEL
+
+        def stop(signum: int, frame: Any) -> None:
+            CANCEL.set()  # the reader stops at its next token, so the run ends at once
+            raise KeyboardInterrupt
+
+        CANCEL.clear()
+        previous = signal.signal(signal.SIGINT, stop)
+        try:
+            self._ask(question)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+            CANCEL.clear()
+
+    def _ask(self, question: str) -> None:
         streaming = False
         modes: list[Any] = ["updates", "messages"]
         parts: Any = self.graph.stream(
@@ -195,6 +242,7 @@ class Session:
             self.set(model=arg)
         elif name == "/new":
             self.thread = uuid.uuid4().hex[:8]
+            self.hold(self.thread)
             self.last = {}
             self.say(f"new thread {self.thread}")
         elif name == "/history":
@@ -213,6 +261,8 @@ class Session:
 
         (name, value), = change.items()  # fmt: skip
         try:
+            if name == "k" and not value.strip().isdigit():
+                raise ValueError(f"k must be a positive whole number, got {value!r}")
             typed: Any = int(value) if name == "k" else value
             ctx = replace(self.ctx, **{name: typed})
             if name == "model":
@@ -222,6 +272,40 @@ class Session:
             return
         self.ctx = ctx
         self.say(f"{name} = {typed}")
+
+
+def open_db(db: Path) -> sqlite3.Connection:
+    """Open (or create) the chat database, refusing without changing it a path that is not
+    one: a directory, a file that is not SQLite, or another program's SQLite database.
+
+    Raises:
+        ValueError: The message names the path and the problem.
+    """
+    if db.is_dir():
+        raise ValueError(f"--db {db} is a directory: give a file, e.g. {db / 'chat.sqlite'}")
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--db {db}: cannot create its folder ({exc.strerror})") from None
+    if db.is_file() and db.stat().st_size:
+        try:
+            probe = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            tables = {r[0] for r in probe.execute("select name from sqlite_master "
+                                                  "where type='table'")}  # fmt: skip
+            columns = {r[1] for r in probe.execute("pragma table_info(checkpoints)")}
+            probe.close()
+        except sqlite3.DatabaseError as exc:
+            raise ValueError(f"--db {db} is not a SQLite database ({exc})") from None
+        ours = {"checkpoints", "writes"}
+        if tables - ours or (tables and "thread_id" not in columns):
+            raise ValueError(
+                f"--db {db} is another program's SQLite database (tables: "
+                f"{', '.join(sorted(tables))}); give kbqa chat a file of its own"
+            )
+    try:
+        return sqlite3.connect(str(db), check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise ValueError(f"--db {db}: {exc}") from None
 
 
 def load_models_quietly(ctx: Any) -> None:
@@ -306,3 +390,5 @@ def chat(
         except (KBQAError, ValueError) as exc:
             session.say(f"error: {exc}", "red")
     session.conn.close()
+    if session.lock is not None:
+        session.lock.close()

@@ -188,6 +188,11 @@ class ReaderConfig:
             raise ValueError(f"max_steps must be -1 or positive, got {self.max_steps!r}")
         if self.time_budget:
             parse_duration(self.time_budget)
+        if self.n_ctx < self.max_answer_tokens + 64:
+            raise ValueError(
+                f"n_ctx ({self.n_ctx}) must be at least max_answer_tokens "
+                f"({self.max_answer_tokens}) + 64 to leave room for a prompt"
+            )
 
     @property
     def budget_seconds(self) -> float | None:

@@ -81,6 +81,11 @@ class VerifierConfig(ReaderConfig):
         super().validate()
         if self.max_verify_tokens <= 0:
             raise ValueError(f"max_verify_tokens must be positive, got {self.max_verify_tokens!r}")
+        if self.n_ctx < self.max_verify_tokens + 64:
+            raise ValueError(
+                f"n_ctx ({self.n_ctx}) must be at least max_verify_tokens "
+                f"({self.max_verify_tokens}) + 64 to leave room for a prompt"
+            )
 
 
 def reader_passages(chunks: Sequence[Chunk], chunk_ids: Sequence[int]) -> list[tuple[int, Passage]]:
@@ -276,9 +281,10 @@ def run_verifier_finetune(cfg: VerifierConfig, command: str | None = None) -> di
     from kbqa.finetune.export import write_adapter
     from kbqa.finetune.reader import adapter_manifest, prepare_examples, start_run, val_sample
     from kbqa.finetune.train import lora_model, plot_loss, train_reader
-    from kbqa.llm.models import load_chat_model
+    from kbqa.llm.models import check_model_name, load_chat_model
     from kbqa.resources import retriever_for
 
+    check_model_name(cfg.reader_model, cfg.reader_adapter)  # before hours of work, not after
     start = start_run(cfg, command)
     out, command, base_path, base_sha = start.out, start.command, start.base_path, start.base_sha
     model, tokenizer, index_dir = start.model, start.tokenizer, start.index_dir

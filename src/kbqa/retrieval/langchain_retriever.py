@@ -11,12 +11,13 @@ Example::
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import Field
+from pydantic import ConfigDict, Field, field_validator
 
 from kbqa.retrieval.fusion import BM25_WEIGHT, DENSE_WEIGHT
 
@@ -34,6 +35,8 @@ class KBQARetriever(BaseRetriever):
         IndexLoadError: On the first query, when ``index_dir`` is not a loadable index.
     """
 
+    model_config = ConfigDict(extra="forbid")
+
     index_dir: str
     k: int = Field(default=3, gt=0)
     embedder: str = ""
@@ -42,6 +45,12 @@ class KBQARetriever(BaseRetriever):
     fusion: Literal["weighted", "rrf"] = "weighted"
     candidate_pool: int = Field(default=30, gt=0)
     pad_previous: bool = True
+
+    @field_validator("index_dir", mode="before")
+    @classmethod
+    def _path(cls, value: Any) -> Any:
+        """A ``Path`` is as good as a string."""
+        return str(value) if isinstance(value, PurePath) else value
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any

@@ -178,8 +178,12 @@ def test_a_bad_db_is_refused_and_left_as_it_was(both_index: Path, tmp_path: Path
     with sqlite3.connect(other) as conn:
         conn.execute("create table checkpoints (id integer, payload text)")
     before = other.read_bytes()
-    cases = [(text, "is not a SQLite database"), (other, "another program's"),
-             (tmp_path, "is a directory"), (text / "x.db", "cannot create")]
+    cases = [
+        (text, "is not a SQLite database"),
+        (other, "another program's"),
+        (tmp_path, "is a directory"),
+        (text / "x.db", "cannot create"),
+    ]
     for db, message in cases:
         done = _chat(both_index, "--db", str(db))
         assert done.returncode == 2 and message in done.stderr, done.stderr

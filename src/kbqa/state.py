@@ -69,9 +69,11 @@ class WebResult(TypedDict):
 
 
 class Turn(TypedDict):
-    """One answered question of a conversation thread (what a follow-up may refer to)."""
+    """One answered question of a conversation thread (what a follow-up may refer to):
+    ``question`` is the standalone question, ``asked`` the user's words when they differ."""
 
     question: str
+    asked: str
     answer: str
     abstained: bool
     question_type: str

@@ -20,6 +20,12 @@ WEB_SEARCH_OFF = (
 """Said once, on stderr, when a question ends unanswered with web search off (the default)."""
 
 
+def reachable(out: dict[str, Any]) -> set[str]:
+    """Stages an abstention could still have gone to: none when finalize itself refused an
+    ungrounded answer (nothing runs after finalize)."""
+    return set() if "finalize: ungrounded" in out.get("route", []) else {"web_search"}
+
+
 def make_context(settings: dict[str, Any]) -> Any:
     """``Context(**settings)``, or exit with the error that names the bad value."""
     from kbqa.context import Context
@@ -83,7 +89,7 @@ def ask(
         fail(out_of_memory(exc, ctx))
     finally:
         flush_traces()
-    if out.get("abstained") and ctx.web_search == "off":
+    if out.get("abstained") and ctx.web_search == "off" and "web_search" in reachable(out):
         typer.echo(WEB_SEARCH_OFF, err=True)
     if as_json:
         typer.echo(json.dumps(out, ensure_ascii=False, indent=2))

@@ -22,6 +22,7 @@ import typer
 from kbqa.cli.app import app, fail
 from kbqa.cli.ask import load_models, make_context
 from kbqa.cli.settings import context_options
+from kbqa.state import RESET
 
 HELP = """commands:
   /sources   the passages of the last answer, with the sentence it came from
@@ -167,6 +168,15 @@ class Session:
                 self.console.print()
             self.say("(stopped)", "yellow")
             return
+        from kbqa.llm.cancel import CANCEL
+
+        if CANCEL.is_set():  # stopped, but the run went on with the cut answer: drop that turn
+            if streaming:
+                self.console.print()
+            history = self.values().get("history", [])
+            self.graph.update_state(self.config(), {"history": [RESET, *history[:-1]]})
+            self.say("(stopped)", "yellow")
+            return
         self.last = self.values()
         if self.as_json:
             out = {
@@ -248,7 +258,9 @@ class Session:
         elif name == "/history":
             turns = self.values().get("history", [])
             for i, turn in enumerate(turns, start=1):
-                self.say(f"{i}. {turn['question']}\n   -> {turn['answer']}")
+                asked = turn.get("asked") or turn["question"]
+                meant = f" (understood as: {turn['question']})" if turn.get("asked") else ""
+                self.say(f"{i}. {asked}{meant}\n   -> {turn['answer']}")
             if not turns:
                 self.say("no questions in this thread yet")
         else:
@@ -346,7 +358,7 @@ def chat(
     ] = "",
     db: Annotated[
         Path | None,
-        typer.Option("--db", help="SQLite file of threads [default: ~/.cache/kbqa/chat.sqlite]."),
+        typer.Option("--db", help="SQLite file of threads [default: ~/.cache/kbqa/chat.sqlite]"),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object per answer (for scripts).")

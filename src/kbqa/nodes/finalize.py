@@ -62,6 +62,7 @@ def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     sources = state.get("sources", [])
     turn: Turn = {
         "question": state["question"],
+        "asked": state.get("asked", ""),
         "answer": final,
         "abstained": abstained,
         "question_type": state.get("question_type", "other"),

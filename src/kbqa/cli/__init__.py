@@ -3,7 +3,8 @@
 - ``index`` (:mod:`kbqa.cli.index`): clean, chunk and index a knowledge base;
 - ``crawl`` (:mod:`kbqa.cli.crawl`): crawl a website into a knowledge base;
 - ``ask`` (:mod:`kbqa.cli.ask`): answer one question;
-- ``chat`` (:mod:`kbqa.cli.chat`): a conversation, streamed, with threads that persist;
+- ``chat`` (:mod:`kbqa.cli.chat`): a conversation, streamed, with threads that persist
+  (:mod:`kbqa.cli.threads`: their SQLite file and per-thread lock);
 - ``eval run|report|generate`` (:mod:`kbqa.cli.evaluate`): score the graph on a question file;
 - ``finetune reader|export|...`` (:mod:`kbqa.finetune.cli`): tune the reader.
 

@@ -22,6 +22,7 @@ import typer
 from kbqa.cli.app import app, fail
 from kbqa.cli.ask import load_models, make_context
 from kbqa.cli.settings import context_options
+from kbqa.cli.threads import default_db, lock_thread, open_db
 from kbqa.state import RESET
 
 HELP = """commands:
@@ -38,13 +39,6 @@ STREAMED = ("generate", "verify", "fallback", "web_search")
 """Nodes whose model output is streamed as it is generated."""
 
 
-def default_db() -> Path:
-    """Where threads are kept: ``$KBQA_CACHE/chat.sqlite`` (``~/.cache/kbqa``)."""
-    from kbqa.llm.models import cache_dir
-
-    return cache_dir() / "chat.sqlite"
-
-
 class Session:
     """One chat: the settings, the threaded graph and the current thread.
 
@@ -56,7 +50,8 @@ class Session:
 
     Raises:
         ValueError: ``thread`` names a thread ``db`` does not hold; ``db`` is not a kbqa chat
-            database (see :func:`open_db`); the thread is open in another ``kbqa chat``.
+            database (see :func:`~kbqa.cli.threads.open_db`); the thread is open in another
+            ``kbqa chat``.
     """
 
     def __init__(self, ctx: Any, db: Path, thread: str = "", *, as_json: bool = False) -> None:
@@ -81,23 +76,9 @@ class Session:
             self.last = self.values(thread)
 
     def hold(self, thread: str) -> None:
-        """Lock ``thread`` for this process (a lock file beside the database), so two chats
-        cannot write one thread and lose each other's turns.
-
-        Raises:
-            ValueError: Another ``kbqa chat`` holds it.
-        """
-        import fcntl
-
-        path = self.db.with_name(f"{self.db.name}.{thread}.lock")
-        handle = path.open("w")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            raise ValueError(
-                f"thread {thread} is open in another kbqa chat; leave that one first"
-            ) from None
+        """Hold ``thread`` for this session (:func:`~kbqa.cli.threads.lock_thread`), releasing
+        the thread held before."""
+        handle = lock_thread(self.db, thread)
         if self.lock is not None:
             self.lock.close()
         self.lock = handle
@@ -284,40 +265,6 @@ class Session:
             return
         self.ctx = ctx
         self.say(f"{name} = {typed}")
-
-
-def open_db(db: Path) -> sqlite3.Connection:
-    """Open (or create) the chat database, refusing without changing it a path that is not
-    one: a directory, a file that is not SQLite, or another program's SQLite database.
-
-    Raises:
-        ValueError: The message names the path and the problem.
-    """
-    if db.is_dir():
-        raise ValueError(f"--db {db} is a directory: give a file, e.g. {db / 'chat.sqlite'}")
-    try:
-        db.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"--db {db}: cannot create its folder ({exc.strerror})") from None
-    if db.is_file() and db.stat().st_size:
-        try:
-            probe = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-            tables = {r[0] for r in probe.execute("select name from sqlite_master "
-                                                  "where type='table'")}  # fmt: skip
-            columns = {r[1] for r in probe.execute("pragma table_info(checkpoints)")}
-            probe.close()
-        except sqlite3.DatabaseError as exc:
-            raise ValueError(f"--db {db} is not a SQLite database ({exc})") from None
-        ours = {"checkpoints", "writes"}
-        if tables - ours or (tables and "thread_id" not in columns):
-            raise ValueError(
-                f"--db {db} is another program's SQLite database (tables: "
-                f"{', '.join(sorted(tables))}); give kbqa chat a file of its own"
-            )
-    try:
-        return sqlite3.connect(str(db), check_same_thread=False)
-    except sqlite3.Error as exc:
-        raise ValueError(f"--db {db}: {exc}") from None
 
 
 def load_models_quietly(ctx: Any) -> None:

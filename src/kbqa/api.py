@@ -11,6 +11,15 @@ Example::
     qa = KBQA.from_index("index/bnwiki", k=3)
     answer = qa.ask("কোন জাদুঘরে সারগনিক বিজয় ফলক আছে?")
     print(answer.answer, answer.abstained, answer.sources[0].title, answer.route)
+
+Threads: with a LangGraph checkpointer (``SqliteSaver``, or ``PostgresSaver`` from the
+``postgres`` extra), each ``ask(question, thread_id=...)`` runs on that thread's state, so its
+history grows and a follow-up is rewritten to stand alone, as in ``kbqa chat``::
+
+    qa = KBQA.from_index("index/bnwiki", checkpointer=saver)
+    qa.ask("রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?", thread_id="t1")
+    qa.ask("আর তিনি কোথায় জন্মগ্রহণ করেন?", thread_id="t1")
+    qa.history("t1")  # the thread's turns, oldest first
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from langgraph.types import Checkpointer
 
 from kbqa.context import Context
 from kbqa.errors import IndexLoadError
@@ -125,6 +136,8 @@ class KBQA:
         context: The run's settings (:class:`~kbqa.context.Context`).
         load: Load the index, the reader and (when on) the verifier now, so that a bad path or
             model name fails here rather than at the first question.
+        checkpointer: Keep threads (a LangGraph checkpointer): every question then names its
+            ``thread_id``. None: every question starts fresh.
 
     Raises:
         IndexLoadError: The index cannot be loaded (``load``).
@@ -133,22 +146,33 @@ class KBQA:
             answers, as the graph routes it.
     """
 
-    def __init__(self, context: Context, *, load: bool = True) -> None:
-        from kbqa.graph import graph
+    def __init__(
+        self, context: Context, *, load: bool = True, checkpointer: Checkpointer = None
+    ) -> None:
+        from kbqa.graph import build_graph, graph
 
         self.context = context
-        self.graph = graph
+        self.graph = graph if checkpointer is None else build_graph(checkpointer=checkpointer)
+        self.threaded = checkpointer is not None
         self._warned = False
         if load:
             self._load()
 
     @classmethod
-    def from_index(cls, path: str | Path, *, load: bool = True, **settings: Any) -> KBQA:
+    def from_index(
+        cls,
+        path: str | Path,
+        *,
+        load: bool = True,
+        checkpointer: Checkpointer = None,
+        **settings: Any,
+    ) -> KBQA:
         """Answer from the index at ``path`` (built by ``kbqa index``).
 
         Args:
             path: The index directory.
             load: See :class:`KBQA`.
+            checkpointer: See :class:`KBQA`.
             **settings: Any :class:`~kbqa.context.Context` field (``model``, ``k``,
                 ``verify``, ``web_search``, ...).
 
@@ -169,7 +193,7 @@ class KBQA:
                 f"unknown setting(s) {', '.join(unknown)}; a KBQA takes the fields of "
                 "kbqa.context.Context"
             )
-        return cls(Context(index_dir=str(path), **settings), load=load)
+        return cls(Context(index_dir=str(path), **settings), load=load, checkpointer=checkpointer)
 
     def _load(self) -> None:
         from kbqa.resources import preload
@@ -178,27 +202,31 @@ class KBQA:
         if problem:
             log.warning("LLM unavailable (%s); answering with the pattern extractor", problem)
 
-    def ask(self, question: str) -> Answer:
-        """Answer one question.
+    def ask(self, question: str, *, thread_id: str | None = None) -> Answer:
+        """Answer one question (in thread ``thread_id``, with a checkpointer).
 
         Raises:
             TypeError: ``question`` is not a string.
-            ValueError: An empty question.
+            ValueError: An empty question; a ``thread_id`` missing with a checkpointer, or given
+                without one.
             KBQAError: The index or model failed (a broken index file, say).
         """
         self._check(question)
+        config = self._config(thread_id)
         started = time.perf_counter()
-        out = self.graph.invoke({"question": question}, context=self.context)
+        out = self.graph.invoke({"question": question}, config, context=self.context)
         self._warn(out)
         return Answer.from_output(question, dict(out), time.perf_counter() - started)
 
-    def batch(self, questions: Iterable[str]) -> list[Answer]:
+    def batch(self, questions: Iterable[str], *, thread_id: str | None = None) -> list[Answer]:
         """Answer several questions, one after another (the llama.cpp reader runs one
-        generation at a time). Every question is checked before the first is answered.
+        generation at a time; with ``thread_id``, as turns of that thread). Every question is
+        checked before the first is answered.
 
         Raises:
             TypeError: ``questions`` is one string (not a list of them), or holds a non-string.
-            ValueError: One of them is empty (the message gives its position).
+            ValueError: One of them is empty (the message gives its position); ``thread_id`` as
+                in :meth:`ask`.
         """
         if isinstance(questions, (str, bytes)):
             raise TypeError("batch takes a list of questions, not one string: use ask()")
@@ -208,24 +236,56 @@ class KBQA:
                 self._check(q)
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"question {i}: {exc}") from None
-        return [self.ask(q) for q in asked]
+        self._config(thread_id)
+        return [self.ask(q, thread_id=thread_id) for q in asked]
 
-    def stream(self, question: str) -> Iterator[Event]:
-        """Answer one question, yielding ``node`` events as nodes finish, ``token`` events as
-        the reader (or the verifier) generates, then one ``answer`` event.
+    def stream(self, question: str, *, thread_id: str | None = None) -> Iterator[Event]:
+        """Answer one question (in thread ``thread_id``, as :meth:`ask`), yielding ``node``
+        events as nodes finish, ``token`` events as the reader (or the verifier) generates,
+        then one ``answer`` event.
 
         Raises:
             TypeError, ValueError: As :meth:`ask`, at the call (before iterating).
         """
         self._check(question)
-        return self._stream(question)
+        return self._stream(question, self._config(thread_id))
 
-    def _stream(self, question: str) -> Iterator[Event]:
+    def history(self, thread_id: str) -> list[dict[str, Any]]:
+        """The turns of thread ``thread_id``, oldest first (``question``, ``answer``, ...; empty
+        for a thread with none).
+
+        Raises:
+            ValueError: This KBQA has no checkpointer.
+        """
+        values = self.graph.get_state(self._config(thread_id)).values
+        return [dict(turn) for turn in values.get("history", [])]
+
+    def _config(self, thread_id: str | None) -> Any:
+        """The run config of ``thread_id``.
+
+        Raises:
+            ValueError: ``thread_id`` missing with a checkpointer, or given without one.
+        """
+        if not self.threaded:
+            if thread_id is not None:
+                raise ValueError(
+                    f"thread_id={thread_id!r} needs a checkpointer: "
+                    "KBQA.from_index(path, checkpointer=...)"
+                )
+            return None
+        if not isinstance(thread_id, str) or not thread_id:
+            raise ValueError(
+                "this KBQA keeps threads (it has a checkpointer): give each question a "
+                f"thread_id (a non-empty string), got {thread_id!r}"
+            )
+        return {"configurable": {"thread_id": thread_id}}
+
+    def _stream(self, question: str, config: Any) -> Iterator[Event]:
         started = time.perf_counter()
         final: dict[str, Any] = {}
         modes: list[Any] = ["updates", "messages", "values"]
         parts: Iterator[Any] = self.graph.stream(
-            {"question": question}, context=self.context, stream_mode=modes
+            {"question": question}, config, context=self.context, stream_mode=modes
         )
         for mode, chunk in parts:
             if mode == "messages":

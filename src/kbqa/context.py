@@ -51,6 +51,18 @@ class Context:
             "one)."
         },
     )
+    llm_url: str = field(
+        default="",
+        metadata={
+            "description": "Base URL of an OpenAI-compatible server (llama.cpp, vLLM) that runs "
+            "--model, e.g. http://127.0.0.1:8000/v1; the reader's and verifier's calls go there "
+            "(needs kbqa[server]). Empty: llama.cpp in this process."
+        },
+    )
+    llm_model: str = field(
+        default="",
+        metadata={"description": "The model's name on the --llm-url server (empty: its first)."},
+    )
     grounding: Literal["off", "snap", "constrained"] = field(
         default=DEFAULT_GROUNDING,
         metadata={
@@ -256,6 +268,10 @@ class Context:
             raise ValueError(
                 f"grounding must be one of {', '.join(GROUNDING_MODES)}, got {self.grounding!r}"
             )
+        if self.llm_url:
+            from kbqa.llm.server import check_llm_url
+
+            check_llm_url(self.llm_url)
         if self.fusion not in ("weighted", "rrf"):
             raise ValueError(f"fusion must be 'weighted' or 'rrf', got {self.fusion!r}")
         if self.retriever is not None and not (
@@ -271,6 +287,12 @@ class Context:
                 f"n_ctx ({self.n_ctx}) must be at least max_answer_tokens "
                 f"({self.max_answer_tokens}) + 64 to leave room for a prompt"
             )
+
+    @property
+    def grounding_mode(self) -> str:
+        """The grounding that runs: ``constrained`` needs a logits processor in this process,
+        so a reader behind ``llm_url`` grounds its answer afterwards (``snap``)."""
+        return "snap" if self.llm_url and self.grounding == "constrained" else self.grounding
 
     def abstention_for(self, language: str | None) -> str:
         """The abstention answer for a question in ``language`` (``en``: ``abstention_phrase_en``,

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from kbqa.errors import IndexLoadError
 from kbqa.llm.models import QUALITY_MODEL, load_chat_model, model_installed
 from kbqa.retrieval.embedders import load_embedder
-from kbqa.retrieval.index import DENSE, load_index
+from kbqa.retrieval.index import DENSE, has_strategy, load_index
+from kbqa.retrieval.milvus.uri import is_milvus_uri
 from kbqa.retrieval.retriever import HybridRetriever, Retriever
 
 if TYPE_CHECKING:
@@ -46,9 +47,34 @@ def load_retriever(index_dir: str, embedder: str, strategy: str | None = None) -
     )
 
 
+@functools.cache
+def load_milvus_retriever(location: str, embedder: str, strategy: str | None = None) -> Retriever:
+    """Open a ``milvus://`` store once per (location, embedder, strategy)
+    (:func:`kbqa.retrieval.milvus.open_milvus_retriever`).
+
+    Raises:
+        IndexLoadError: A bad URI, a store that does not exist, the Milvus extra not installed,
+            no such strategy, or another embedder than the store's.
+        ModelError: The embedder cannot be loaded.
+    """
+    from kbqa.retrieval.milvus import open_milvus_retriever
+
+    return open_milvus_retriever(location, embedder, strategy)
+
+
+def has_strategy_at(index_dir: str, strategy: str) -> bool:
+    """``index_dir`` (a directory or a ``milvus://`` store) holds the sub-index ``strategy``."""
+    if is_milvus_uri(index_dir):
+        from kbqa.retrieval.milvus import store_has_strategy
+
+        return store_has_strategy(index_dir, strategy)
+    return has_strategy(index_dir, strategy)
+
+
 def retriever_for(ctx: Context, strategy: str | None = None) -> Retriever:
     """The run's retriever: ``ctx.retriever`` when one was handed in, else the shared one loaded
-    from ``ctx.index_dir`` (``strategy="precision"``: the fallback's sub-index).
+    from ``ctx.index_dir`` (``strategy="precision"``: the fallback's sub-index); a
+    ``milvus://`` ``index_dir`` opens a Milvus store (:func:`load_milvus_retriever`).
 
     A BM25-only retriever is reloaded once ``kbqa index --continue`` has added the index's dense
     part, so a long-running chat or server picks the dense vectors up.
@@ -63,6 +89,8 @@ def retriever_for(ctx: Context, strategy: str | None = None) -> Retriever:
                 f"a retriever handed in through Context has no {strategy!r} sub-index"
             )
         return ctx.retriever  # type: ignore[no-any-return]
+    if is_milvus_uri(ctx.index_dir):  # a Milvus store (kbqa index --store milvus://...)
+        return load_milvus_retriever(ctx.index_dir, ctx.embedder, strategy)
     retriever = load_retriever(ctx.index_dir, ctx.embedder, strategy)
     if not retriever.dense_ready and (retriever.index.path / DENSE).is_file():
         load_retriever.cache_clear()
@@ -71,7 +99,13 @@ def retriever_for(ctx: Context, strategy: str | None = None) -> Retriever:
 
 
 def chat_model_for(ctx: Context) -> BaseChatModel:
-    """The shared chat model for a run's context."""
+    """The shared chat model for a run's context (behind ``ctx.llm_url`` when set)."""
+    if ctx.llm_url:
+        from kbqa.llm.server import load_server_chat_model
+
+        return load_server_chat_model(
+            ctx.llm_url, ctx.llm_model, ctx.model, ctx.reader_adapter, ctx.n_ctx
+        )
     return load_chat_model(ctx.model, ctx.n_ctx, ctx.n_threads, adapter=ctx.reader_adapter)
 
 
@@ -81,7 +115,7 @@ def verifier_name(ctx: Context) -> str:
     the generator is not a test fake), else the generator."""
     if ctx.verifier_model:
         return ctx.verifier_model
-    if ctx.verifier_adapter:
+    if ctx.verifier_adapter or ctx.llm_url:  # a server serves the reader's model
         return ctx.model
     if not ctx.model.startswith("fake/") and model_installed(QUALITY_MODEL):
         return QUALITY_MODEL
@@ -90,7 +124,15 @@ def verifier_name(ctx: Context) -> str:
 
 def verifier_for(ctx: Context) -> BaseChatModel:
     """The shared verifier model for a run's context, with ``ctx.verifier_adapter`` when given
-    (a separate llama.cpp instance from the reader's, sharing the memory-mapped base weights)."""
+    (a separate llama.cpp instance from the reader's, sharing the memory-mapped base weights);
+    behind ``ctx.llm_url`` when set, where the server must also serve the verifier model as
+    ``ctx.llm_model``."""
+    if ctx.llm_url:
+        from kbqa.llm.server import load_server_chat_model
+
+        return load_server_chat_model(
+            ctx.llm_url, ctx.llm_model, verifier_name(ctx), ctx.verifier_adapter, ctx.n_ctx
+        )
     return load_chat_model(verifier_name(ctx), ctx.n_ctx, ctx.n_threads, role="verifier",
                            adapter=ctx.verifier_adapter)  # fmt: skip
 
@@ -120,6 +162,8 @@ def preload(ctx: Context) -> str | None:
     try:
         chat_model_for(ctx)
     except ModelError as exc:
+        if ctx.llm_url:  # a server that was asked for and is not there is an error
+            raise
         return str(exc)
     if ctx.verify:
         verifier_for(ctx)

@@ -70,7 +70,7 @@ def generate_answer(
     plain = style in PLAIN_STYLES
     stop = ANSWER_STOP if plain else None  # a chat model may open with "\n"
     extra: dict[str, Any] = {}
-    if ctx.grounding == "constrained" and plain:
+    if ctx.grounding_mode == "constrained" and plain:
         extra = {
             "grounding": [passages[i][1].text for i in kept],
             "fixed": [ctx.abstention_phrase, *YES_NO_WORDS[language if language == "bn" else "en"]],

@@ -1,7 +1,8 @@
 """``kbqa chat``: a conversation in the terminal, with the answer streamed as it is generated,
-the running node shown, citations, slash commands and threads that persist in SQLite.
+the running node shown, citations, slash commands and threads that persist in SQLite (or in
+PostgreSQL: ``--db postgresql://...``).
 
-Threads are LangGraph checkpoints (``langgraph-checkpoint-sqlite``): each question runs the graph
+Threads are LangGraph checkpoints (:mod:`kbqa.cli.threads`): each question runs the graph
 on the thread's state, so its ``history`` grows and a follow-up is rewritten to stand alone
 (:mod:`kbqa.answers.followup`). ``kbqa chat --thread ID`` resumes one. Ctrl-C stops the answer
 being generated, not the session; Ctrl-D (or ``/quit``) leaves.
@@ -10,7 +11,6 @@ being generated, not the session; Ctrl-D (or ``/quit``) leaves.
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 import uuid
 from dataclasses import replace
@@ -22,7 +22,7 @@ import typer
 from kbqa.cli.app import app, fail
 from kbqa.cli.ask import load_models, make_context
 from kbqa.cli.settings import context_options
-from kbqa.cli.threads import default_db, lock_thread, open_db
+from kbqa.cli.threads import open_threads
 from kbqa.state import RESET
 
 HELP = """commands:
@@ -44,44 +44,45 @@ class Session:
 
     Args:
         ctx: The graph's settings (:class:`~kbqa.context.Context`).
-        db: The SQLite file of threads (created when missing).
+        db: Where threads are kept: a SQLite file (created when missing), a
+            ``postgresql://`` URL, or None for ``~/.cache/kbqa/chat.sqlite``.
         thread: The thread to resume, or "" for a new one.
         as_json: Print one JSON object per answer instead of the streamed view.
 
     Raises:
-        ValueError: ``thread`` names a thread ``db`` does not hold; ``db`` is not a kbqa chat
-            database (see :func:`~kbqa.cli.threads.open_db`); the thread is open in another
+        ValueError: ``thread`` names a thread ``db`` does not hold; ``db`` cannot be used (see
+            :func:`~kbqa.cli.threads.open_threads`); the thread is open in another
             ``kbqa chat``.
     """
 
-    def __init__(self, ctx: Any, db: Path, thread: str = "", *, as_json: bool = False) -> None:
-        from langgraph.checkpoint.sqlite import SqliteSaver
+    def __init__(
+        self, ctx: Any, db: str | Path | None, thread: str = "", *, as_json: bool = False
+    ) -> None:
         from rich.console import Console
 
         from kbqa.graph import build_graph
 
-        self.db = db
-        self.conn = open_db(db)
-        self.graph = build_graph(checkpointer=SqliteSaver(self.conn))
-        self.lock: Any = None
-        self.ctx = ctx
-        self.as_json = as_json
-        self.console = Console(highlight=False, soft_wrap=True)
-        self.last: dict[str, Any] = {}
-        if thread and not self.values(thread):
-            raise ValueError(f"no thread {thread!r} in {db} (start one with kbqa chat)")
-        self.thread = thread or uuid.uuid4().hex[:8]
-        self.hold(self.thread)
-        if thread:
-            self.last = self.values(thread)
-
-    def hold(self, thread: str) -> None:
-        """Hold ``thread`` for this session (:func:`~kbqa.cli.threads.lock_thread`), releasing
-        the thread held before."""
-        handle = lock_thread(self.db, thread)
-        if self.lock is not None:
-            self.lock.close()
-        self.lock = handle
+        self.store = open_threads(db)
+        try:
+            self.graph = build_graph(checkpointer=self.store.checkpointer)
+            self.ctx = ctx
+            self.as_json = as_json
+            self.console = Console(highlight=False, soft_wrap=True)
+            self.last: dict[str, Any] = {}
+            if thread and not self.values(thread):
+                raise ValueError(
+                    f"no thread {thread!r} in {self.store.where} (start one with kbqa chat)"
+                )
+            self.thread = thread or uuid.uuid4().hex[:8]
+            self.store.hold(self.thread)
+            if thread:  # read again now that no other chat can write it
+                self.last = self.values(thread)
+        except self.store.errors as exc:  # the database failed under a read
+            self.store.close()
+            raise ValueError(f"--db {self.store.where}: {exc}") from None
+        except BaseException:
+            self.store.close()
+            raise
 
     def config(self, thread: str | None = None) -> Any:
         """The run config of ``thread`` (default: the current one)."""
@@ -233,7 +234,7 @@ class Session:
             self.set(model=arg)
         elif name == "/new":
             self.thread = uuid.uuid4().hex[:8]
-            self.hold(self.thread)
+            self.store.hold(self.thread)
             self.last = {}
             self.say(f"new thread {self.thread}")
         elif name == "/history":
@@ -304,8 +305,12 @@ def chat(
         str, typer.Option("--thread", help="Resume this thread (its id is printed at the start).")
     ] = "",
     db: Annotated[
-        Path | None,
-        typer.Option("--db", help="SQLite file of threads [default: ~/.cache/kbqa/chat.sqlite]"),
+        str | None,
+        typer.Option(
+            "--db",
+            help="Where threads are kept: a SQLite file, or a postgresql://user@host:port/dbname "
+            "URL (the postgres extra) [default: ~/.cache/kbqa/chat.sqlite]",
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object per answer (for scripts).")
@@ -320,8 +325,8 @@ def chat(
     ctx = make_context(settings)
     try:
         load_models(ctx)
-        session = Session(ctx, db or default_db(), thread, as_json=as_json)
-    except (KBQAError, ValueError, sqlite3.Error) as exc:
+        session = Session(ctx, db, thread, as_json=as_json)
+    except (KBQAError, ValueError) as exc:
         fail(str(exc))
     interactive = sys.stdin.isatty() and not as_json
     if interactive:
@@ -331,6 +336,7 @@ def chat(
         session.say(f"kbqa chat: {ctx.index_dir}, model {ctx.model}, {resumed} "
                     f"(resume it with kbqa chat --thread {session.thread}); /help for commands, "
                     "Ctrl-D to leave")  # fmt: skip
+    recoverable: tuple[type[Exception], ...] = (KBQAError, ValueError, *session.store.errors)
     while True:
         try:
             line = read_line(interactive).strip()
@@ -346,8 +352,6 @@ def chat(
             continue
         try:
             session.ask(line)
-        except (KBQAError, ValueError) as exc:
+        except recoverable as exc:
             session.say(f"error: {exc}", "red")
-    session.conn.close()
-    if session.lock is not None:
-        session.lock.close()
+    session.store.close()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from kbqa.cli.app import app, fail
+from kbqa.cli.store import check_store, write_to_store
 from kbqa.errors import KBQAError
 
 if TYPE_CHECKING:
@@ -88,6 +89,16 @@ def index(
             help="Reuse the vectors of chunk texts the index being replaced already holds."
         ),
     ] = True,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            help="Also write the index into Milvus (replacing what that name held): "
+            "milvus://PATH.db (Milvus Lite) or milvus://http://HOST:PORT, optionally "
+            "#COLLECTION; then `kbqa ask --index` the same URI. Without a knowledge base: "
+            "write the --out index already built. Needs kbqa[milvus].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Clean and chunk a knowledge base and build its index: BM25 over words and character
     4-grams, and a dense part with --embedder e5 or static.
@@ -107,6 +118,11 @@ def index(
             )
         _continue_index(out)
         return
+    if store is not None:
+        check_store(store, later=dense == "later")
+        if kb is None:
+            write_to_store(out, store)
+            return
     if kb is None:
         fail("give a knowledge base to index (or --continue --out DIR)")
     if dense not in ("now", "later"):
@@ -141,6 +157,8 @@ def index(
         typer.echo(f"time {stage:<10}{sec:8.1f} s{part}")
     typer.echo(f"time {'total':<10}{time.perf_counter() - t0:8.1f} s")
     typer.echo(f"{'peak RSS':<15}{report.peak_rss_mib:8.0f} MiB")
+    if store is not None:
+        write_to_store(out, store)
 
 
 def _chunk_sizes(

@@ -1,12 +1,109 @@
-"""Where ``kbqa chat`` keeps its threads: a SQLite file of LangGraph checkpoints, checked before
-it is opened, and a lock per thread so that one thread is written by one chat at a time."""
+"""Where ``kbqa chat`` keeps its threads: LangGraph checkpoints in a SQLite file (the default)
+or a PostgreSQL database (``--db postgresql://...``, :mod:`kbqa.cli.pg_threads`), each checked
+before it is used, and a lock per thread so that one thread is written by one chat at a time
+(two processes writing one thread lost each other's turns)."""
 
 from __future__ import annotations
 
 import fcntl
+import re
 import sqlite3
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, Protocol
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+"""``--db`` values that name a PostgreSQL database rather than a SQLite file."""
+
+
+class Threads(Protocol):
+    """An open store of chat threads.
+
+    Attributes:
+        where: The store as messages name it: a path, or a URL without its password.
+        checkpointer: The LangGraph checkpointer that keeps each thread's state.
+        errors: The exceptions its driver raises once open (a lost connection, a full disk).
+    """
+
+    where: str
+    checkpointer: BaseCheckpointSaver[Any]
+    errors: tuple[type[Exception], ...]
+
+    def hold(self, thread: str) -> None:
+        """Hold ``thread`` for this chat, releasing the thread held before.
+
+        Raises:
+            ValueError: Another ``kbqa chat`` holds it.
+        """
+
+    def close(self) -> None:
+        """Release the thread held and close the store."""
+
+
+def open_threads(db: str | Path | None) -> Threads:
+    """Open the store ``--db`` names: a ``postgresql://`` (or ``postgres://``) URL, a SQLite
+    file, or None for :func:`default_db`.
+
+    Raises:
+        ValueError: A URL of another scheme; a path that is not a kbqa chat database
+            (:func:`open_db`); a PostgreSQL database that cannot be used
+            (:class:`~kbqa.cli.pg_threads.PostgresThreads`). Nothing is changed.
+    """
+    if db is None:
+        return SqliteThreads(default_db())
+    text = str(db)
+    if text.lower().startswith(POSTGRES_SCHEMES):
+        from kbqa.cli.pg_threads import PostgresThreads
+
+        return PostgresThreads(text)
+    scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text)
+    if isinstance(db, str) and scheme:
+        raise ValueError(
+            f"--db {scheme.group(0)}...: kbqa chat keeps threads in a SQLite file or in "
+            "PostgreSQL (postgresql://user@host:port/dbname)"
+        )
+    return SqliteThreads(Path(db))
+
+
+class SqliteThreads:
+    """Threads in a SQLite file (``langgraph-checkpoint-sqlite``), one lock file per thread.
+
+    Args:
+        db: The file (created when missing).
+
+    Raises:
+        ValueError: ``db`` is not a kbqa chat database (:func:`open_db`).
+    """
+
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+
+    def __init__(self, db: Path) -> None:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        self.db = db
+        self.where = str(db)
+        self.conn = open_db(db)
+        self.checkpointer: BaseCheckpointSaver[Any] = SqliteSaver(self.conn)
+        self._lock: IO[str] | None = None
+
+    def hold(self, thread: str) -> None:
+        """Hold ``thread`` (:func:`lock_thread`), releasing the thread held before.
+
+        Raises:
+            ValueError: Another ``kbqa chat`` holds it.
+        """
+        handle = lock_thread(self.db, thread)
+        if self._lock is not None:
+            self._lock.close()
+        self._lock = handle
+
+    def close(self) -> None:
+        """Release the lock and close the file."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+        self.conn.close()
 
 
 def default_db() -> Path:

@@ -11,7 +11,7 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -284,21 +284,31 @@ class LlamaCppChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        produced = False
         with self._lock:
-            for part in self._call(messages, stop, stream=True, **kwargs):
-                choice = part["choices"][0]
-                delta = (
-                    choice.get("delta", {}).get("content")
-                    if "delta" in choice
-                    else choice.get("text")
-                )
-                if not delta:
-                    continue
-                produced = True
-                chunk = ChatGenerationChunk(message=AIMessageChunk(content=delta))
-                if run_manager is not None:
-                    run_manager.on_llm_new_token(delta, chunk=chunk)
-                yield chunk
-        if not produced:  # the first token was a stop sequence: an empty answer, not an error
-            yield ChatGenerationChunk(message=AIMessageChunk(content=""))
+            parts = self._call(messages, stop, stream=True, **kwargs)
+            yield from stream_chunks(
+                (
+                    c.get("delta", {}).get("content") if "delta" in c else c.get("text")
+                    for c in (part["choices"][0] for part in parts)
+                ),
+                run_manager,
+            )
+
+
+def stream_chunks(
+    pieces: Iterable[str | None], run_manager: CallbackManagerForLLMRun | None
+) -> Iterator[ChatGenerationChunk]:
+    """A chat model's stream from its text pieces: empty pieces skipped, each piece reported to
+    the callbacks (LangGraph's ``messages`` stream mode reads them), and one empty chunk when
+    nothing came (the first token was a stop sequence: an empty answer, not an error)."""
+    produced = False
+    for piece in pieces:
+        if not piece:
+            continue
+        produced = True
+        chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+        if run_manager is not None:
+            run_manager.on_llm_new_token(piece, chunk=chunk)
+        yield chunk
+    if not produced:
+        yield ChatGenerationChunk(message=AIMessageChunk(content=""))

@@ -28,7 +28,7 @@ from kbqa.nodes.common import (
     retrieve_records,
     visited,
 )
-from kbqa.retrieval.index import has_strategy
+from kbqa.resources import has_strategy_at
 from kbqa.state import State
 
 PRECISION = "precision"
@@ -37,7 +37,7 @@ PRECISION = "precision"
 @functools.cache
 def _has_precision(index_dir: str) -> bool:
     """Read once per index directory, as the retrievers are (:mod:`kbqa.resources`)."""
-    return has_strategy(index_dir, PRECISION)
+    return has_strategy_at(index_dir, PRECISION)
 
 
 log = logging.getLogger("kbqa.fallback")

@@ -51,7 +51,7 @@ def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         qtype = state.get("question_type", "other")
         answer = postprocess(answer, qtype, titles, state.get("language"))
         passages = answer_passages(state, ctx)
-        if ctx.grounding == "snap" and answer.lower() not in YES_NO_IN["en"]:
+        if ctx.grounding_mode == "snap" and answer.lower() not in YES_NO_IN["en"]:
             answer = snap_to_span(answer, passages)
         answer = snap_to_context(answer, qtype, passages)
         kept = ground_answer(answer, passages)

@@ -23,8 +23,9 @@ from kbqa.retrieval.fusion import BM25_WEIGHT, DENSE_WEIGHT
 
 
 class KBQARetriever(BaseRetriever):
-    """BM25 + dense retrieval with weighted fusion over a ``kbqa index`` directory, the chunk
-    before each hit added (HybridRAG-BN), as LangChain ``Document`` objects in prompt order.
+    """BM25 + dense retrieval with weighted fusion over a ``kbqa index`` directory (or a
+    ``milvus://`` store written by ``kbqa index --store``), the chunk before each hit added
+    (HybridRAG-BN), as LangChain ``Document`` objects in prompt order.
 
     Each document's ``metadata`` holds ``doc_id``, ``title``, ``url``, ``chunk_id``, ``score``
     (fused, in [0, 1]; a padding chunk carries its hit's), ``rank`` (1-based, of the hit) and
@@ -55,9 +56,12 @@ class KBQARetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        from kbqa.resources import load_retriever
+        from kbqa.resources import load_milvus_retriever, load_retriever
+        from kbqa.retrieval.milvus.uri import is_milvus_uri
 
-        retriever = load_retriever(self.index_dir, self.embedder)
+        retriever = (load_milvus_retriever(self.index_dir, self.embedder)
+                     if is_milvus_uri(self.index_dir)
+                     else load_retriever(self.index_dir, self.embedder))  # fmt: skip
         chunks = retriever.chunks
         hits = retriever.retrieve(
             query,

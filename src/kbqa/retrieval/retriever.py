@@ -4,7 +4,7 @@ previous-chunk padding (HybridRAG-BN adds the chunk before each hit as context).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -206,11 +206,17 @@ class HybridRetriever:
 
 def pad_with_previous(index: ChunkIndex, hits: list[tuple[int, float]]) -> list[RetrievedChunk]:
     """Insert the chunk before each hit (same document) ahead of it, without duplicates."""
+    return pad_hits(lambda cid: index.chunks[cid].prev_chunk_id, hits)
+
+
+def pad_hits(prev_of: Callable[[int], int], hits: list[tuple[int, float]]) -> list[RetrievedChunk]:
+    """:func:`pad_with_previous` for any store: ``prev_of(chunk_id)`` is the chunk's
+    ``prev_chunk_id`` (-1 for a document's first chunk)."""
     out: list[RetrievedChunk] = []
     seen: set[int] = set()
     hit_ids = {cid for cid, _ in hits}
     for rank, (cid, score) in enumerate(hits, start=1):
-        prev = index.chunks[cid].prev_chunk_id
+        prev = prev_of(cid)
         if prev >= 0 and prev not in seen and prev not in hit_ids:
             out.append(RetrievedChunk(prev, score, rank, is_padding=True))
             seen.add(prev)

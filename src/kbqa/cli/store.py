@@ -1,0 +1,55 @@
+"""``kbqa index --store milvus://...``: copy a built index into Milvus
+(:mod:`kbqa.retrieval.milvus`)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from kbqa.cli.app import fail
+from kbqa.errors import KBQAError
+
+
+def check_store(store: str, *, later: bool) -> None:
+    """Exit, before any build, on a bad ``--store`` URI, a missing Milvus extra or
+    ``--dense later`` (the store is written from a complete index)."""
+    from kbqa.retrieval.milvus.uri import EXTRA_HINT, parse_store_uri
+
+    if later:
+        fail(
+            "--store copies a complete index: build it with --dense now (or run `kbqa index "
+            "--continue` first, then `kbqa index --out DIR --store URI`)"
+        )
+    try:
+        parsed = parse_store_uri(store)
+        import pymilvus  # noqa: F401
+
+        if parsed.is_lite:
+            import milvus_lite  # noqa: F401
+    except KBQAError as exc:
+        fail(str(exc))
+    except ImportError:
+        fail(f"--store {store} needs the Milvus extra: {EXTRA_HINT}")
+
+
+def write_to_store(out: Path, store: str) -> None:
+    """Write the index ``out`` into ``store`` (replacing it) and say what was written; exit
+    with the error on failure."""
+    from kbqa.retrieval.index import is_index_dir
+    from kbqa.retrieval.milvus import parse_store_uri, write_store
+
+    if not is_index_dir(out):
+        fail(
+            f"{out} is not a kbqa index: build one (kbqa index KB --out {out}) to write it "
+            "into the store"
+        )
+    t0 = time.perf_counter()
+    try:
+        written = write_store(out, parse_store_uri(store), replace=True)
+    except KBQAError as exc:
+        fail(str(exc))
+    parts = ", ".join(f"{name} {n} chunks" for name, n in written.items())
+    typer.echo(f"store written  {store}: {parts} ({time.perf_counter() - t0:.1f} s)")
+    typer.echo(f"ask it with    kbqa ask --index '{store}' QUESTION")

@@ -1,0 +1,277 @@
+"""The reader and verifier behind an OpenAI-compatible server (llama.cpp's server, vLLM,
+``python -m llama_cpp.server``), through LangChain's ``langchain-openai``.
+
+kbqa still knows which model the server runs: ``--model`` (default ``gemma3-270m-reader``)
+gives the prompt style, the abstention threshold of its adapter, and the tokenizer, read from
+the local GGUF's vocabulary alone (``vocab_only``: no weights are loaded). The server must serve
+that model (with the same adapter); ``--llm-model`` is the name the server knows it by.
+
+- A chat-template model (``chatml`` prompt style, e.g. Qwen2.5 Instruct) is called through
+  ``ChatOpenAI`` (``/v1/chat/completions``).
+- A plain-text reader (``completion`` and ``tuned`` styles: Gemma 3 270M base and kbqa's tuned
+  reader, which have no chat template) is called through ``langchain_openai.OpenAI``
+  (``/v1/completions``) with the very prompt text served in process: a chat endpoint would wrap
+  it in a template the reader was not trained on.
+
+Decoding is greedy as in process (temperature 0, ``top_k`` 1, no repetition penalty: the
+llama.cpp server's default penalty is 1.1). Stop sequences and the token budget pass through.
+The first-token abstention rule of a tuned reader (:class:`~kbqa.llm.grounding.
+AbstentionThreshold`, a logits processor in process) is carried out in two requests: one token
+with its top :data:`TOP_LOGPROBS` log-probabilities gives the probability of starting the
+abstention phrase; at or above the threshold the reply is the phrase, below it the answer is
+generated with the phrase's start tokens banned by ``logit_bias`` (for the whole reply, not only
+its first token: those tokens are the phrase's first four or more letters, ``Cont``...). The
+span constraint (``--grounding constrained``) also needs a logits processor inside the server,
+so a served reader grounds its answer afterwards (``snap``; measured within one question in 45
+of ``constrained`` in docs/finetune.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import ConfigDict, PrivateAttr
+
+from kbqa.errors import ModelError
+from kbqa.llm.chat import stream_chunks
+from kbqa.llm.grounding import MIN_PHRASE_START, phrase_start_tokens
+from kbqa.prompts.answer import PLAIN_STYLES, prompt_text
+from kbqa.prompts.budget import count_prompt_tokens
+
+TOP_LOGPROBS = 20
+"""Log-probabilities asked for the first token (the OpenAI API's most for chat; the phrase's
+probability is summed over those of them that start it)."""
+GREEDY = {"top_k": 1, "repeat_penalty": 1.0}
+"""Sampling fields beyond the OpenAI API (llama.cpp's; vLLM reads ``top_k`` and ignores the
+other) that make the server decode as kbqa does in process."""
+
+
+def check_llm_url(url: str) -> None:
+    """Raises ValueError unless ``url`` is an ``http(s)://HOST:PORT/...`` base URL."""
+    import httpx
+
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise ValueError(f"llm_url {url!r} is not a URL ({exc})") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(
+            f"llm_url must be an http(s) URL of an OpenAI-compatible server, such as "
+            f"http://127.0.0.1:8000/v1; got {url!r}"
+        )
+
+
+def served_models(url: str, timeout: float = 10.0) -> list[str]:
+    """The model names an OpenAI-compatible server lists at ``{url}/models``.
+
+    Raises:
+        ModelError: The server cannot be reached or does not answer as one.
+    """
+    import httpx
+
+    try:
+        response = httpx.get(url.rstrip("/") + "/models", timeout=timeout)
+        response.raise_for_status()
+        return [str(m["id"]) for m in response.json()["data"]]
+    except httpx.HTTPError as exc:
+        raise ModelError(f"the LLM server at {url} cannot be reached ({exc})") from None
+    except (ValueError, KeyError, TypeError):
+        raise ModelError(
+            f"{url}/models did not answer as an OpenAI-compatible server; give the base URL "
+            "that ends in /v1"
+        ) from None
+
+
+class ServerChatModel(BaseChatModel):
+    """A chat model whose calls go to an OpenAI-compatible server.
+
+    Built by :func:`load_server_chat_model`. Accepts the keywords :class:`~kbqa.llm.chat.
+    LlamaCppChatModel` does (``max_tokens``, ``abstention_threshold``, ``abstention_phrase``);
+    ``grounding`` is ignored (see the module's docstring).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    model_name: str
+    """kbqa's name of the model the server runs (for the prompt style and tokenizer)."""
+    base_url: str
+    served_name: str
+    prompt_style: str = "completion"
+    n_ctx: int = 4096
+    max_tokens: int = 48
+    reader_abstention_threshold: float = 0.0
+    timeout: float = 300.0
+
+    _vocab: Any = PrivateAttr(default=None)
+    _client: Any = PrivateAttr(default=None)
+    _phrase_tokens: dict[str, list[int]] = PrivateAttr(default_factory=dict)
+
+    @property
+    def _llm_type(self) -> str:
+        return "openai-compatible-server"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"base_url": self.base_url, "model": self.served_name, "style": self.prompt_style}
+
+    def get_num_tokens(self, text: str) -> int:
+        """Tokens of ``text`` in the served model's tokenizer (the local GGUF's vocabulary)."""
+        return len(self._vocab.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def get_num_tokens_from_messages(
+        self, messages: list[BaseMessage], tools: Sequence[Any] | None = None
+    ) -> int:
+        """Prompt tokens for ``messages`` (:func:`kbqa.prompts.budget.count_prompt_tokens`)."""
+        return count_prompt_tokens(messages, self.prompt_style, self.get_num_tokens)
+
+    def phrase_tokens(self, phrase: str) -> list[int]:
+        """Ids of the tokens that start ``phrase`` (:func:`~kbqa.llm.grounding.
+        phrase_start_tokens`, over the local vocabulary; cached)."""
+        if phrase not in self._phrase_tokens:
+            vocab = self._vocab
+            self._phrase_tokens[phrase] = phrase_start_tokens(
+                lambda t: vocab.detokenize([t]).decode("utf-8", "ignore"), vocab.n_vocab(), phrase
+            )
+        return self._phrase_tokens[phrase]
+
+    def _threshold(self, kw: dict[str, Any]) -> float:
+        if not kw.get("abstention_phrase"):
+            return 0.0
+        return float(kw.get("abstention_threshold") or 0.0)
+
+    def _phrase_probability(self, prompt: str, phrase: str, stop: list[str] | None) -> float:
+        """Probability that the reply's first token starts ``phrase``, from the top
+        :data:`TOP_LOGPROBS` log-probabilities the server returns for it."""
+        target = phrase.strip().lower()
+        result = self._client.generate(
+            [prompt], stop=stop, max_tokens=1, logprobs=TOP_LOGPROBS, extra_body=GREEDY
+        )
+        info = result.generations[0][0].generation_info or {}
+        top = ((info.get("logprobs") or {}).get("top_logprobs") or [{}])[0] or {}
+        return sum(
+            math.exp(lp)
+            for text, lp in top.items()
+            if len(t := text.strip().lower()) >= MIN_PHRASE_START and target.startswith(t)
+        )
+
+    def _pieces(
+        self, messages: list[BaseMessage], stop: list[str] | None, kw: dict[str, Any]
+    ) -> Iterator[tuple[str, float | None]]:
+        """The reply as ``(text, abstention_probability)`` pieces, streamed."""
+        max_tokens = int(kw.get("max_tokens", self.max_tokens))
+        if self.prompt_style not in PLAIN_STYLES:
+            for chunk in self._client.stream(
+                messages, stop=stop, max_tokens=max_tokens, extra_body=GREEDY
+            ):
+                yield str(chunk.content), None
+            return
+        prompt = prompt_text(messages)
+        threshold = self._threshold(kw)
+        extra: dict[str, Any] = {}
+        probability = None
+        if threshold:
+            phrase = str(kw["abstention_phrase"])
+            probability = self._phrase_probability(prompt, phrase, stop)
+            if probability >= threshold:
+                yield phrase, probability
+                return
+            ids = self.phrase_tokens(phrase)
+            if ids:
+                extra["logit_bias"] = {str(t): -100 for t in ids}
+        for text in self._client.stream(
+            prompt, stop=stop, max_tokens=max_tokens, extra_body=GREEDY, **extra
+        ):
+            yield str(text), probability
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        pieces = list(self._pieces(messages, stop, kwargs))
+        text = "".join(piece for piece, _ in pieces)
+        probability = pieces[-1][1] if pieces else None
+        message = AIMessage(
+            content=text,
+            response_metadata={
+                "model_name": self.model_name,
+                "abstention_probability": probability,
+            },
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        pieces = (piece for piece, _ in self._pieces(messages, stop, kwargs))
+        yield from stream_chunks(pieces, run_manager)
+
+
+@functools.cache
+def load_server_chat_model(
+    url: str, served_name: str, name: str, adapter: str = "", n_ctx: int = 4096
+) -> ServerChatModel:
+    """A :class:`ServerChatModel` for kbqa model ``name`` (with ``adapter``) served at ``url``
+    as ``served_name`` ("": the server's first listed model). Cached per arguments.
+
+    Raises:
+        ModelError: ``langchain-openai`` is not installed (``pip install 'kbqa[server]'``), the
+            server cannot be reached, does not serve ``served_name``, or ``name`` is not a model
+            kbqa can read the tokenizer of (see :func:`kbqa.llm.models.resolve_model`).
+    """
+    try:
+        from langchain_openai import ChatOpenAI, OpenAI
+    except ImportError:
+        raise ModelError("--llm-url needs langchain-openai: pip install 'kbqa[server]'") from None
+    from kbqa.llm.models import resolve_adapter, resolve_model, serving_threshold
+
+    check_llm_url(url)
+    listed = served_models(url)
+    served = served_name or (listed[0] if listed else "")
+    if served not in listed:
+        raise ModelError(
+            f"the LLM server at {url} serves {', '.join(listed) or 'no model'}, not {served!r}"
+            " (--llm-model)"
+        )
+    path, style = resolve_model(name)
+    lora = resolve_adapter(name, adapter)
+    threshold = 0.0
+    if lora is not None:
+        style, threshold = lora[1], serving_threshold(lora[0])
+    model = ServerChatModel(
+        model_name=name,
+        base_url=url,
+        served_name=served,
+        prompt_style=style,
+        n_ctx=n_ctx,
+        reader_abstention_threshold=threshold,
+    )
+    from llama_cpp import Llama
+
+    from kbqa.llm.chat import quiet_stderr
+
+    with quiet_stderr():
+        model._vocab = Llama(model_path=str(path), vocab_only=True, verbose=False)
+    common: dict[str, Any] = {
+        "base_url": url,
+        "model": served,
+        "api_key": "not-needed",
+        "temperature": 0.0,
+        "timeout": model.timeout,
+        "max_retries": 1,
+    }
+    model._client = OpenAI(**common) if style in PLAIN_STYLES else ChatOpenAI(**common)
+    return model

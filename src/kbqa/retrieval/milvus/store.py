@@ -1,0 +1,329 @@
+"""Writing a built kbqa index into Milvus collections, and reading back what they describe.
+
+An index directory becomes, for a base name ``C`` (:class:`~.uri.MilvusStore`)::
+
+    C__meta                key -> value: "manifest" (the index's manifest.json), the manifest of
+                           each strategy, and the files queries need besides the vectors (the
+                           static embedder's table), in base64 pieces
+    C__<strategy>__chunks  one row per chunk: the Chunk fields, "bm25" (SPARSE_FLOAT_VECTOR, the
+                           chunk's row of bm25s's BM25 score matrix) and "dense" (FLOAT_VECTOR)
+    C__<strategy>__terms   BM25 term -> bm25s term id (the sparse vectors' dimensions)
+
+Every strategy of a ``--strategy both`` directory gets its chunks and terms collections (the
+graph's fallback opens ``precision``). The sparse vectors are bm25s's own precomputed scores,
+so a Milvus inner product over them is the in-process BM25 score (same float32 weights).
+
+Term ids are bm25s's vocabulary ids, not a hash of the term: on bnwiki (359,560 terms: words
+and character 4-grams) a 32-bit hash (crc32 or blake2b) gives 16-17 colliding pairs, whose
+documents would then match each other's queries; a lookup of the query's terms in
+``C__<strategy>__terms`` (one primary-key ``get`` per question) is exact and keeps the
+vocabulary in Milvus, where a server's clients can read it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kbqa.errors import IndexLoadError
+from kbqa.retrieval.index import MANIFEST, ChunkIndex, load_index
+from kbqa.retrieval.milvus.uri import MilvusStore, connect
+from kbqa.retrieval.static import STATIC_DIR
+
+log = logging.getLogger("kbqa.milvus")
+
+META = "meta"
+MAX_VARCHAR = 65_535
+"""Milvus's longest VARCHAR, in bytes (a chunk text or title longer than this is refused)."""
+PIECE_BYTES = 48_000
+"""Raw bytes of a file per meta row (base64: 64,000 characters, under :data:`MAX_VARCHAR`)."""
+INSERT_BATCH = 500
+"""Rows per insert call (a chunk row is a few KiB of text plus its sparse vector)."""
+EMPTY_TERM = 2**31 - 1
+"""Sparse dimension given to a chunk with no BM25 term (Milvus refuses an empty sparse vector);
+no term id maps to it, so no query reaches it through BM25."""
+DUMMY_DIM = 2
+"""Milvus wants a vector field in every collection; the meta and terms ones get this one."""
+
+
+def collection_name(store: MilvusStore, part: str, strategy: str | None = None) -> str:
+    """``C__meta``, ``C__<strategy>__chunks`` or ``C__<strategy>__terms``."""
+    return (
+        f"{store.collection}__{part}"
+        if strategy is None
+        else (f"{store.collection}__{strategy}__{part}")
+    )
+
+
+def write_store(
+    index_dir: str | Path, store: MilvusStore, *, replace: bool = False
+) -> dict[str, int]:
+    """Copy a built index (single or ``--strategy both``) into ``store``'s collections.
+
+    The index is written as it was built: its BM25 weights and dense vectors are copied, not
+    recomputed.
+
+    Args:
+        index_dir: An index directory written by ``kbqa index``.
+        store: Where to write.
+        replace: Drop the store's existing collections of the same base name first; without it
+            an existing store is refused.
+
+    Returns:
+        Chunks written per strategy.
+
+    Raises:
+        IndexLoadError: The index cannot be loaded, its dense part is still pending, a chunk's
+            text is longer than Milvus's VARCHAR limit, the store exists (without ``replace``)
+            or Milvus refuses a write.
+    """
+    from pymilvus.exceptions import MilvusException
+
+    top = json.loads((Path(index_dir) / MANIFEST).read_text(encoding="utf-8"))
+    strategies = list(top["indexes"]) if "indexes" in top else [top["chunking"]["strategy"]]
+    client = connect(store, create=True)
+    try:
+        return _write_all(client, index_dir, store, top, strategies, replace=replace)
+    except MilvusException as exc:
+        raise IndexLoadError(f"{store}: Milvus refused the write: {exc}") from None
+    finally:
+        client.close()
+
+
+def _write_all(
+    client: Any,
+    index_dir: str | Path,
+    store: MilvusStore,
+    top: dict[str, Any],
+    strategies: list[str],
+    *,
+    replace: bool,
+) -> dict[str, int]:
+    """:func:`write_store` once connected."""
+    own = re.compile(rf"{store.collection}__(meta|[A-Za-z0-9]+__(chunks|terms))")
+    mine = [n for n in client.list_collections() if own.fullmatch(n)]
+    if mine and not replace:
+        raise IndexLoadError(
+            f"{store} already holds collections {', '.join(sorted(mine))}; "
+            "write with replace=True to overwrite them"
+        )
+    for name in mine:
+        client.drop_collection(name)
+    meta: dict[str, str] = {"manifest": json.dumps(top, ensure_ascii=False)}
+    written: dict[str, int] = {}
+    files: dict[str, str] = {}
+    for strategy in strategies:
+        index = load_index(index_dir, strategy=strategy if "indexes" in top else None)
+        if index.dense_pending:
+            raise IndexLoadError(
+                f"{index.path}: the dense part is not built yet; run "
+                f"`kbqa index --continue --out {index_dir}` first"
+            )
+        meta[f"manifest/{strategy}"] = json.dumps(index.manifest, ensure_ascii=False)
+        _write_terms(client, collection_name(store, "terms", strategy), index)
+        written[strategy] = _write_chunks(client, collection_name(store, "chunks", strategy), index)
+        static = index.path / STATIC_DIR
+        if static.is_dir():
+            for f in sorted(static.iterdir()):
+                files[f"{strategy}/{STATIC_DIR}/{f.name}"] = _file_key(f, meta)
+    meta["files"] = json.dumps(files)
+    _write_meta(client, collection_name(store, META), meta)
+    return written
+
+
+def _file_key(path: Path, meta: dict[str, str]) -> str:
+    """Put a file's pieces into ``meta`` (once per distinct content); its content key."""
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    pieces = [data[i : i + PIECE_BYTES] for i in range(0, len(data), PIECE_BYTES)] or [b""]
+    meta[f"blob/{digest}"] = json.dumps({"pieces": len(pieces), "bytes": len(data)})
+    for i, piece in enumerate(pieces):
+        meta[f"blob/{digest}/{i:06d}"] = base64.b64encode(piece).decode("ascii")
+    return digest
+
+
+def _dummy_schema(client: Any, key: str, key_type: Any, value: tuple[str, Any]) -> tuple[Any, Any]:
+    """Schema and index parameters of a key -> value collection (meta, terms), with the small
+    vector field Milvus requires of every collection."""
+    from pymilvus import DataType
+
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+    kwargs = {"max_length": MAX_VARCHAR} if key_type == DataType.VARCHAR else {}
+    schema.add_field(key, key_type, is_primary=True, **kwargs)
+    name, dtype = value
+    schema.add_field(
+        name, dtype, **({"max_length": MAX_VARCHAR} if dtype == DataType.VARCHAR else {})
+    )
+    schema.add_field("_v", DataType.FLOAT_VECTOR, dim=DUMMY_DIM)
+    index = client.prepare_index_params()
+    index.add_index("_v", index_type="FLAT", metric_type="L2")
+    return schema, index
+
+
+def _write_meta(client: Any, name: str, meta: dict[str, str]) -> None:
+    from pymilvus import DataType
+
+    schema, index = _dummy_schema(client, "key", DataType.VARCHAR, ("value", DataType.VARCHAR))
+    client.create_collection(name, schema=schema, index_params=index)
+    rows = [{"key": k, "value": v, "_v": [0.0] * DUMMY_DIM} for k, v in meta.items()]
+    for batch in _batches(rows, 100):  # 100 pieces: about 6 MiB a call
+        client.insert(name, batch)
+
+
+def _write_terms(client: Any, name: str, index: ChunkIndex) -> None:
+    from pymilvus import DataType
+
+    schema, params = _dummy_schema(client, "term", DataType.VARCHAR, ("term_id", DataType.INT64))
+    client.create_collection(name, schema=schema, index_params=params)
+    vocab: dict[str, int] = index.bm25.vocab_dict
+    rows = [{"term": t, "term_id": int(i), "_v": [0.0] * DUMMY_DIM} for t, i in vocab.items()]
+    for batch in _batches(rows, 5000):
+        client.insert(name, batch)
+
+
+def document_rows(bm25: Any) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
+    """Each document's row of bm25s's BM25 score matrix, in document order.
+
+    bm25s stores the matrix by term (CSC: ``data``, ``indices`` = document ids, ``indptr`` per
+    term id); this transposes it.
+
+    Yields:
+        ``(term_ids, weights)`` per document: int64 and float32 arrays of equal length.
+
+    Raises:
+        IndexLoadError: The index uses a BM25 variant with non-occurrence scores (BM25L,
+            BM25+), which a sparse inner product cannot reproduce.
+    """
+    if getattr(bm25, "nonoccurrence_array", None) is not None:
+        raise IndexLoadError(
+            f"BM25 method {bm25.method!r} scores terms a document lacks; "
+            "only the lucene/robertson/atire variants fit sparse vectors"
+        )
+    data = np.asarray(bm25.scores["data"], dtype=np.float32)
+    docs = np.asarray(bm25.scores["indices"])
+    indptr = np.asarray(bm25.scores["indptr"])
+    n_docs = int(bm25.scores["num_docs"])
+    terms = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    order = np.argsort(docs, kind="stable")
+    bounds = np.searchsorted(docs[order], np.arange(n_docs + 1))
+    for d in range(n_docs):
+        sel = order[bounds[d] : bounds[d + 1]]
+        yield terms[sel], data[sel]
+
+
+def _write_chunks(client: Any, name: str, index: ChunkIndex) -> int:
+    """The chunks collection: fields, BM25 sparse vectors, dense vectors, and its indexes."""
+    from pymilvus import DataType
+
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("chunk_id", DataType.INT64, is_primary=True)
+    schema.add_field("doc_id", DataType.VARCHAR, max_length=MAX_VARCHAR)
+    schema.add_field("position", DataType.INT64)
+    schema.add_field("prev_chunk_id", DataType.INT64)
+    for text_field in ("title", "url", "text"):
+        schema.add_field(text_field, DataType.VARCHAR, max_length=MAX_VARCHAR)
+    schema.add_field("bm25", DataType.SPARSE_FLOAT_VECTOR)
+    params = client.prepare_index_params()
+    params.add_index("bm25", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
+    dense = index.dense.reconstruct_n(0, index.dense.ntotal) if index.dense is not None else None
+    if dense is not None:
+        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=int(dense.shape[1]))
+        params.add_index("dense", index_type="FLAT", metric_type="IP")
+    client.create_collection(name, schema=schema, index_params=params)
+    rows: list[dict[str, Any]] = []
+    for chunk, (terms, weights) in zip(index.chunks, document_rows(index.bm25), strict=True):
+        for field in ("doc_id", "title", "url", "text"):
+            if len(getattr(chunk, field).encode()) > MAX_VARCHAR:
+                raise IndexLoadError(
+                    f"{index.path}: chunk {chunk.chunk_id}'s {field} is over "
+                    f"{MAX_VARCHAR} bytes, Milvus's VARCHAR limit; index with "
+                    "a smaller --chunk-size"
+                )
+        sparse = dict(zip(terms.tolist(), weights.tolist(), strict=True)) or {EMPTY_TERM: 1.0}
+        row: dict[str, Any] = {
+            "chunk_id": chunk.chunk_id,
+            "doc_id": chunk.doc_id,
+            "position": chunk.position,
+            "prev_chunk_id": chunk.prev_chunk_id,
+            "title": chunk.title,
+            "url": chunk.url,
+            "text": chunk.text,
+            "bm25": sparse,
+        }
+        if dense is not None:
+            row["dense"] = dense[chunk.chunk_id].tolist()
+        rows.append(row)
+        if len(rows) == INSERT_BATCH:
+            client.insert(name, rows)
+            rows = []
+    if rows:
+        client.insert(name, rows)
+    client.flush(name)
+    return len(index.chunks)
+
+
+def _batches(rows: list[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    for i in range(0, len(rows), size):
+        yield rows[i : i + size]
+
+
+def read_meta(client: Any, store: MilvusStore, keys: list[str]) -> dict[str, str]:
+    """Values of ``keys`` in the store's meta collection (missing keys are left out).
+
+    Raises:
+        IndexLoadError: The store has no meta collection (nothing was written under that name).
+    """
+    name = collection_name(store, META)
+    if not client.has_collection(name):
+        held = sorted({n.split("__")[0] for n in client.list_collections() if "__" in n})
+        hint = f"; it holds {', '.join('#' + h for h in held)}" if held else ""
+        raise IndexLoadError(
+            f"{store}: no kbqa index named {store.collection!r} in this Milvus "
+            f"store (write one with `kbqa index KB --store {store}`){hint}"
+        )
+    client.load_collection(name)
+    rows = client.get(name, ids=keys, output_fields=["value"])
+    return {r["key"]: r["value"] for r in rows}
+
+
+def read_files(client: Any, store: MilvusStore, prefix: str, into: Path) -> int:
+    """Write the stored files whose path starts with ``prefix`` under ``into``.
+
+    Returns:
+        The number of files written.
+
+    Raises:
+        IndexLoadError: A piece is missing or a file's sha256 does not match.
+    """
+    files: dict[str, str] = json.loads(read_meta(client, store, ["files"]).get("files", "{}"))
+    n = 0
+    for rel, digest in files.items():
+        if not rel.startswith(prefix):
+            continue
+        info = json.loads(read_meta(client, store, [f"blob/{digest}"])[f"blob/{digest}"])
+        keys = [f"blob/{digest}/{i:06d}" for i in range(info["pieces"])]
+        got: dict[str, str] = {}
+        for i in range(0, len(keys), 100):
+            got |= read_meta(client, store, keys[i : i + 100])
+        try:
+            data = b"".join(base64.b64decode(got[k]) for k in keys)
+        except KeyError as exc:
+            raise IndexLoadError(
+                f"{store}: stored file {rel} lacks piece {exc}; write the store again"
+            ) from None
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise IndexLoadError(f"{store}: stored file {rel} is corrupt (sha256 differs)")
+        target = into / rel[len(prefix) :].lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        n += 1
+    return n

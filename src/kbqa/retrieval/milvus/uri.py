@@ -1,0 +1,137 @@
+"""``milvus://`` store URIs: where a Milvus copy of a kbqa index lives, and the client for it.
+
+Forms (the part after ``#`` names the collections, default :data:`DEFAULT_COLLECTION`)::
+
+    milvus://kb.db                      Milvus Lite, a local file (relative to the working dir)
+    milvus:///srv/kbqa/kb.db#bnwiki     Milvus Lite, an absolute path, collections bnwiki__*
+    milvus://http://host:19530#bnwiki   a Milvus server or cluster (https:// for TLS)
+
+A server that needs credentials reads them from ``$MILVUS_TOKEN`` (``user:password`` or an API
+key), never from the URI, so a token does not end up in shell history, logs or manifests.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kbqa.errors import IndexLoadError
+
+SCHEME = "milvus://"
+DEFAULT_COLLECTION = "kbqa"
+TOKEN_ENV = "MILVUS_TOKEN"
+"""Environment variable holding a Milvus server's token (``user:password`` or an API key)."""
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+"""Milvus collection names: a letter or ``_``, then letters, digits and ``_`` (255 at most;
+kbqa keeps 128 for the base so that its suffixes fit)."""
+EXTRA_HINT = "pip install 'kbqa[milvus]' (pymilvus and milvus-lite)"
+
+
+def is_milvus_uri(location: str) -> bool:
+    """True for a ``milvus://`` store URI (anything else is an index directory)."""
+    return location.startswith(SCHEME)
+
+
+@dataclass(frozen=True, slots=True)
+class MilvusStore:
+    """Where a Milvus copy of an index lives.
+
+    Attributes:
+        uri: What ``pymilvus.MilvusClient(uri=...)`` takes: an absolute ``.db`` path (Milvus
+            Lite) or ``http(s)://host:port`` (a server or cluster).
+        collection: Base name of the store's collections (see :mod:`.store`).
+    """
+
+    uri: str
+    collection: str
+
+    @property
+    def is_lite(self) -> bool:
+        """True for an embedded Milvus Lite file, False for a server."""
+        return not self.uri.startswith(("http://", "https://"))
+
+    def __str__(self) -> str:
+        return f"{SCHEME}{self.uri}#{self.collection}"
+
+
+def parse_store_uri(location: str) -> MilvusStore:
+    """Split ``milvus://PATH_OR_URI[#COLLECTION]`` into the client's URI and the collection name.
+
+    Args:
+        location: The ``--store`` / ``--index`` value.
+
+    Returns:
+        The store; a Lite path is made absolute (it is not required to exist here).
+
+    Raises:
+        IndexLoadError: Not a ``milvus://`` URI, nothing after the scheme, a path that is not a
+            ``.db`` file, or a collection name Milvus would refuse.
+    """
+    if not is_milvus_uri(location):
+        raise IndexLoadError(f"{location!r} is not a milvus:// URI")
+    rest, _, name = location[len(SCHEME) :].partition("#")
+    name = name or DEFAULT_COLLECTION
+    if not rest:
+        raise IndexLoadError(
+            f"{location!r} names no Milvus store: give milvus://PATH.db (Milvus Lite) or "
+            "milvus://http://HOST:PORT (a server), optionally followed by #COLLECTION"
+        )
+    if not _NAME.fullmatch(name):
+        raise IndexLoadError(
+            f"{location!r}: collection name {name!r} is not valid for Milvus (a letter or _, "
+            "then letters, digits or _, at most 128 characters)"
+        )
+    if rest.startswith(("http://", "https://")):
+        return MilvusStore(rest.rstrip("/"), name)
+    if "://" in rest:
+        raise IndexLoadError(
+            f"{location!r}: unsupported Milvus address {rest!r}; use http://HOST:PORT, "
+            "https://HOST:PORT or a Milvus Lite file PATH.db"
+        )
+    if not rest.endswith(".db"):
+        raise IndexLoadError(
+            f"{location!r}: a Milvus Lite store is a file whose name ends in .db (got {rest!r}); "
+            "a server is milvus://http://HOST:PORT"
+        )
+    return MilvusStore(str(Path(rest).expanduser().resolve()), name)
+
+
+def connect(store: MilvusStore, *, create: bool = False) -> Any:
+    """A ``pymilvus.MilvusClient`` for ``store``.
+
+    Args:
+        create: Allow a new Milvus Lite file (writing); reading refuses a missing one, which
+            Milvus Lite would otherwise create empty.
+
+    Raises:
+        IndexLoadError: pymilvus (or milvus-lite, for a ``.db`` store) is not installed, the
+            Lite file does not exist (reading) or its folder does not (writing), or the server
+            cannot be reached.
+    """
+    try:
+        from pymilvus import MilvusClient
+    except ImportError:
+        raise IndexLoadError(f"{store} needs the Milvus extra: {EXTRA_HINT}") from None
+    if store.is_lite:
+        try:
+            import milvus_lite  # noqa: F401  # pymilvus opens .db files through it
+        except ImportError:
+            raise IndexLoadError(
+                f"{store} is a Milvus Lite file, which needs milvus-lite: {EXTRA_HINT}"
+            ) from None
+        path = Path(store.uri)
+        if not create and not path.exists():
+            raise IndexLoadError(
+                f"no Milvus Lite store at {path} (write one with `kbqa index KB --store "
+                f"milvus://{path}`)"
+            )
+        if create and not path.parent.is_dir():
+            raise IndexLoadError(f"{store}: folder {path.parent} does not exist")
+        return MilvusClient(uri=store.uri)
+    try:
+        return MilvusClient(uri=store.uri, token=os.environ.get(TOKEN_ENV, ""))
+    except Exception as exc:  # pymilvus raises MilvusException or grpc errors
+        raise IndexLoadError(f"cannot connect to the Milvus server {store.uri}: {exc}") from None

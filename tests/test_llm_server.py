@@ -1,0 +1,218 @@
+"""The reader behind an OpenAI-compatible server (``--llm-url``, :mod:`kbqa.llm.server`).
+
+Offline: URL checks, the clear error for a server that is not there, and the first-token
+abstention rule carried out over the API (a stand-in client records the requests). Integration:
+``python -m llama_cpp.server`` on 127.0.0.1 serving Gemma 3 270M with the shipped reader
+adapter answers 20 real BanglaRQA questions exactly as the same reader in process does.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from conftest import data_dir
+from langchain_core.messages import HumanMessage
+
+from kbqa.context import Context
+from kbqa.errors import ModelError
+
+pytest.importorskip("langchain_openai", reason="kbqa[server] is not installed (langchain-openai)")
+
+from kbqa.llm.server import GREEDY, ServerChatModel, load_server_chat_model
+
+PHRASE = "Context-এ তথ্য নেই"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8000/v1", "ftp://127.0.0.1/v1", "http://"])
+def test_a_bad_llm_url_is_refused_by_name(url: str) -> None:
+    with pytest.raises(ValueError, match="llm_url"):
+        Context(llm_url=url)
+
+
+def test_a_server_that_is_not_there_is_one_clear_error() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(ModelError, match=f"LLM server at {url} cannot be reached"):
+        load_server_chat_model(url, "", "gemma3-270m-reader")
+
+
+class Vocab:
+    """A stand-in vocabulary: token 0 ``Context``, 1 ``Cont``, 2 ``ঢাকা``, 3 ``C``."""
+
+    texts = ("Context", "Cont", "ঢাকা", "C")
+
+    def n_vocab(self) -> int:
+        return len(self.texts)
+
+    def detokenize(self, ids: list[int]) -> bytes:
+        return "".join(self.texts[i] for i in ids).encode()
+
+
+class Client:
+    """Records the completions requests; the first token's top log-probabilities are given."""
+
+    def __init__(self, top: dict[str, float]) -> None:
+        self.top = top
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def generate(self, prompts: list[str], **kw: Any) -> Any:
+        self.calls.append(("generate", kw))
+        info = {"logprobs": {"top_logprobs": [self.top]}}
+        return SimpleNamespace(generations=[[SimpleNamespace(generation_info=info)]])
+
+    def stream(self, prompt: str, **kw: Any) -> Iterator[str]:
+        self.calls.append(("stream", kw))
+        yield from ("ঢা", "কা")
+
+
+def served(top: dict[str, float]) -> tuple[ServerChatModel, Client]:
+    model = ServerChatModel(
+        model_name="gemma3-270m-reader", base_url="http://x/v1", served_name="r",
+        prompt_style="tuned", reader_abstention_threshold=0.9,
+    )  # fmt: skip
+    client = Client(top)
+    model._vocab, model._client = Vocab(), client
+    return model, client
+
+
+def test_a_likely_abstention_is_the_phrase_without_generating() -> None:
+    import math
+
+    model, client = served({"Context": math.log(0.7), "Cont": math.log(0.25), "ঢাকা": -3.0})
+    reply = model.invoke([HumanMessage("q")], abstention_threshold=0.9, abstention_phrase=PHRASE)
+    assert reply.content == PHRASE
+    assert reply.response_metadata["abstention_probability"] == pytest.approx(0.95)
+    assert [name for name, _ in client.calls] == ["generate"]
+    assert client.calls[0][1]["max_tokens"] == 1 and client.calls[0][1]["extra_body"] == GREEDY
+
+
+def test_below_the_threshold_the_phrase_start_is_banned_and_the_answer_streams() -> None:
+    import math
+
+    model, client = served({"Context": math.log(0.6), "ঢাকা": math.log(0.3), "C": -1.0})
+    settings = {"abstention_threshold": 0.9, "abstention_phrase": PHRASE}
+    stream = model.stream([HumanMessage("q")], stop=["\n"], max_tokens=7, **settings)
+    pieces = [str(c.content) for c in stream]
+    assert "".join(pieces) == "ঢাকা"
+    name, kw = client.calls[1]
+    # tokens of 4 letters or more that start the phrase (not the 1-letter "C": answers keep it)
+    assert name == "stream" and kw["logit_bias"] == {"0": -100, "1": -100}
+    assert kw["stop"] == ["\n"] and kw["max_tokens"] == 7 and kw["extra_body"] == GREEDY
+
+
+def test_without_a_threshold_one_request_and_no_bias() -> None:
+    model, client = served({})
+    assert model.invoke([HumanMessage("q")]).content == "ঢাকা"
+    assert [name for name, _ in client.calls] == ["stream"]
+    assert "logit_bias" not in client.calls[0][1]
+
+
+def test_a_served_reader_grounds_by_snapping() -> None:
+    assert Context(llm_url="http://127.0.0.1:1/v1").grounding_mode == "snap"
+    assert Context().grounding_mode == "constrained"
+
+
+# --- integration: llama_cpp.server with the real reader -------------------------------------
+
+N_QUESTIONS = 20
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    pytest.importorskip("fastapi", reason="llama-cpp-python[server] is not installed")
+    from kbqa.llm.models import resolve_adapter, resolve_model
+
+    base, _ = resolve_model("gemma3-270m-reader")
+    adapter = resolve_adapter("gemma3-270m-reader")
+    assert adapter is not None
+    port = free_port()
+    args = [sys.executable, "-m", "llama_cpp.server", "--model", str(base), "--lora_path",
+            str(adapter[0]), "--model_alias", "reader", "--n_ctx", "4096", "--host",
+            "127.0.0.1", "--port", str(port)]  # fmt: skip
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    with log.open("w") as sink:  # a pipe would fill up with llama.cpp's load messages
+        proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        import httpx
+
+        deadline = time.monotonic() + 300
+        while True:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"llama_cpp.server did not start: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(url + "/models", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def bangla_questions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A BM25 index of the pages of 20 BanglaRQA validation questions (seed 0) and 30 others."""
+    from kbqa.corpus.loaders import load_documents
+    from kbqa.evals.datasets import load_questions
+    from kbqa.retrieval.embedders import NoEmbedder
+    from kbqa.retrieval.index import build_index
+
+    data = data_dir()
+    if data is None:
+        pytest.skip("real data not found: set KBQA_DATA_DIR or place shared/data beside the repo")
+    questions = load_questions(data / "bn" / "banglarqa_validation.qa.jsonl")
+    picked = random.Random(0).sample(questions, N_QUESTIONS)
+    pages = {q.doc_id for q in picked} | set(
+        random.Random(1).sample(sorted({q.doc_id for q in questions if q.doc_id}), 30)
+    )
+    docs = [
+        d
+        for d in load_documents(data / "bn" / "bnwiki_kb.jsonl", skip_bad_lines=True)
+        if d.doc_id in pages
+    ]
+    out = tmp_path_factory.mktemp("served") / "index"
+    build_index(docs, out, NoEmbedder(), progress=False)
+    return out, [q.question for q in picked]
+
+
+@pytest.mark.integration
+def test_served_reader_answers_as_in_process(
+    llama_server: str, bangla_questions: tuple[Path, list[str]]
+) -> None:
+    """20 questions, temperature 0: the same final answers, and the same streamed reply."""
+    from kbqa.api import KBQA
+
+    index, questions = bangla_questions
+    settings = {"grounding": "snap", "web_search": "off"}
+    local = KBQA.from_index(index, **settings)
+    remote = KBQA.from_index(index, llm_url=llama_server, llm_model="reader", **settings)
+    pairs = [(local.ask(q), remote.ask(q)) for q in questions]
+    differ = [(a.question, a.answer, b.answer) for a, b in pairs if a.answer != b.answer]
+    assert not differ, json.dumps(differ, ensure_ascii=False)
+    assert [a.route for a, _ in pairs] == [b.route for _, b in pairs]
+    assert sum(not a.abstained for a, _ in pairs) >= 5
+    streamed = [e.text for e in remote.stream(questions[0]) if e.kind == "token"]
+    assert streamed and "\ufffd" not in "".join(streamed)
+
+
+@pytest.mark.integration
+def test_a_model_the_server_does_not_serve_is_refused(llama_server: str) -> None:
+    with pytest.raises(ModelError, match="serves reader, not 'qwen'"):
+        load_server_chat_model(llama_server, "qwen", "gemma3-270m-reader")

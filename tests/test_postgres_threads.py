@@ -1,0 +1,310 @@
+"""Chat threads in PostgreSQL (``kbqa chat --db postgresql://...``, the ``postgres`` extra), with
+fake models: two chats at once keep their own histories, which survive the processes; a thread
+is open in one chat at a time; bad URLs are refused by name; the Python API keeps threads too.
+
+A throwaway server is started for the session (``initdb`` into a temporary folder with trust
+authentication, ``pg_ctl start`` on 127.0.0.1 and a free port) and stopped at the end. The tests
+that need it skip, saying why, when the extra or ``initdb``/``pg_ctl`` is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbqa import KBQA
+from kbqa.cli.pg_threads import redact
+from kbqa.cli.threads import open_threads
+
+pexpect = pytest.importorskip("pexpect")
+
+KBQA_BIN = str(Path(sys.executable).with_name("kbqa"))
+PROMPT = r"(?<!-)> "
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "KBQA_WEB_SEARCH": "off", "COLUMNS": "200",
+       "TERM": "dumb"}  # fmt: skip
+FAKE = {"embedder": "fake/hash", "cross_check": "off", "web_search": "off"}
+
+DHAKA, PARIS = "বাংলাদেশের রাজধানী কোথায়?", "Which river does Paris lie on?"
+NOBEL, CURIE = "রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?", "When did Marie Curie win the Nobel Prize?"
+THREAD_A = {DHAKA: "ঢাকা", PARIS: "Seine"}
+THREAD_B = {NOBEL: "১৯১৩", CURIE: "1903"}
+
+
+def _missing() -> str:
+    """Why the server cannot be started here ("" when it can)."""
+    for module in ("psycopg", "langgraph.checkpoint.postgres"):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            return f"{module} is not installed (pip install 'kbqa[postgres]')"
+    for tool in ("initdb", "pg_ctl"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not on PATH (install PostgreSQL's server binaries)"
+    if os.geteuid() == 0 and not _user("postgres"):
+        return "initdb refuses to run as root, and there is no postgres user to run it as"
+    return ""
+
+
+def _user(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A PostgreSQL server on 127.0.0.1 for the session: its URL without a database
+    (``postgresql://kbqa@127.0.0.1:PORT``). User ``kbqa`` is trusted; user ``pwuser`` needs the
+    password ``right`` (for the authentication test)."""
+    why = _missing()
+    if why:
+        pytest.skip(f"PostgreSQL tests skipped: {why}")
+    # under /tmp with a short name: the server's Unix socket path must stay under 107 bytes
+    root = Path(tempfile.mkdtemp(prefix="kbqa-pg-"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:
+        shutil.chown(root, user="postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    data, port = root / "data", _free_port()
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*as_user, *args], capture_output=True, text=True, timeout=120)
+
+    try:
+        done = run("initdb", "-D", str(data), "-A", "trust", "-U", "kbqa", "-E", "UTF8",
+                   "--no-sync")  # fmt: skip
+        assert done.returncode == 0, f"initdb failed: {done.stderr}"
+        hba = data / "pg_hba.conf"
+        hba.write_text("host all pwuser 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        done = run("pg_ctl", "-D", str(data), "-l", str(root / "log"), "-w", "-t", "60",
+                   "-o", options, "start")  # fmt: skip
+        log = (root / "log").read_text() if (root / "log").exists() else ""
+        assert done.returncode == 0, f"pg_ctl start failed: {done.stderr}\n{log}"
+        url = f"postgresql://kbqa@127.0.0.1:{port}"
+        _sql(f"{url}/postgres", "create role pwuser login password 'right'")
+        yield url
+    finally:
+        if (data / "postmaster.pid").exists():
+            run("pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop")
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _sql(url: str, statement: str) -> list[dict[str, Any]]:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+        cur = conn.execute(statement)
+        return list(cur.fetchall()) if cur.description else []
+
+
+@pytest.fixture
+def pg_db(postgres_server: str) -> str:
+    """The URL of a new, empty database on the session's server."""
+    name = f"chat_{uuid.uuid4().hex[:8]}"
+    _sql(f"{postgres_server}/postgres", f"create database {name}")
+    return f"{postgres_server}/{name}"
+
+
+def _spawn(index: Path, url: str, *extra: str, model: str) -> Any:
+    args = ["chat", "--index", str(index), "--embedder", "fake/hash", "--model", model,
+            "--db", url, "--cross-check", "off", *extra]  # fmt: skip
+    return pexpect.spawn(KBQA_BIN, args, env=ENV, encoding="utf-8", timeout=90,
+                         dimensions=(40, 200))  # fmt: skip
+
+
+def _chat(index: Path, url: str, *args: str, stdin: str = "/quit\n") -> Any:
+    return subprocess.run([KBQA_BIN, "chat", "--index", str(index), "--embedder", "fake/hash",
+                           "--model", "fake/script:ঢাকা", "--cross-check", "off", "--db", url,
+                           *args], capture_output=True, text=True, input=stdin, env=ENV,
+                          timeout=120)  # fmt: skip
+
+
+def _history(index: Path, url: str, thread: str) -> list[str]:
+    """The turns ``/history`` shows in a new process resuming ``thread``."""
+    done = _chat(index, url, "--thread", thread, "--json", stdin="/history\n/quit\n")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    assert all(line["thread"] == thread for line in lines)
+    return [str(line["message"]) for line in lines]
+
+
+def test_two_concurrent_chats_keep_their_own_threads_across_restarts(
+    both_index: Path, pg_db: str
+) -> None:
+    # both start at once on an empty database: both set up the tables, neither fails
+    first = _spawn(both_index, pg_db, model="fake/script:" + "|".join(THREAD_A.values()))
+    second = _spawn(both_index, pg_db, model="fake/script:" + "|".join(THREAD_B.values()))
+    threads = []
+    for child in (first, second):
+        child.expect(r"kbqa chat --thread (\w+)\)")
+        threads.append(str(child.match.group(1)))
+        child.expect(PROMPT)
+    a, b = threads
+    assert a != b
+    for qa, qb in zip(THREAD_A, THREAD_B, strict=True):  # both questions in flight at once
+        first.sendline(qa)
+        second.sendline(qb)
+        first.expect(f"answer: {THREAD_A[qa]}")
+        second.expect(f"answer: {THREAD_B[qb]}")
+        first.expect(PROMPT)
+        second.expect(PROMPT)
+    first.sendline("/history")
+    first.expect(re.escape(f"2. {PARIS}"))
+    first.expect(PROMPT)
+    for child in (first, second):
+        child.sendline("/quit")
+        child.expect(pexpect.EOF, timeout=30)
+        child.close()
+        assert child.exitstatus == 0
+    # new processes, after the first two ended: each thread holds exactly its own turns
+    for thread, turns in ((a, THREAD_A), (b, THREAD_B)):
+        shown = _history(both_index, pg_db, thread)
+        want = [f"{i}. {q}\n   -> {ans}" for i, (q, ans) in enumerate(turns.items(), start=1)]
+        assert shown == want, (thread, shown)
+    # the same, read straight from the checkpoints
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+
+    from kbqa.graph import build_graph
+
+    with psycopg.connect(pg_db, autocommit=True, row_factory=dict_row) as conn:
+        graph = build_graph(checkpointer=PostgresSaver(conn))
+        for thread, turns in ((a, THREAD_A), (b, THREAD_B)):
+            history = graph.get_state({"configurable": {"thread_id": thread}}).values["history"]
+            assert [(t["question"], t["answer"]) for t in history] == list(turns.items())
+
+
+def test_a_thread_is_open_in_one_chat_at_a_time(both_index: Path, pg_db: str) -> None:
+    done = _chat(both_index, pg_db, "--json", stdin=f"{DHAKA}\n/quit\n")
+    assert done.returncode == 0, done.stderr
+    thread = json.loads(done.stdout.splitlines()[0])["thread"]
+    holder = _spawn(both_index, pg_db, "--thread", thread, model="fake/script:ঢাকা")
+    holder.expect(f"resumed thread {thread}")
+    holder.expect(PROMPT)
+    second = _chat(both_index, pg_db, "--thread", thread)
+    assert second.returncode == 2
+    assert f"thread {thread} is open in another kbqa chat; leave that one first" in second.stderr
+    holder.sendline("/new")  # leaves the thread: it can be opened elsewhere, the new one cannot
+    holder.expect(r"new thread (\w+)")
+    new = str(holder.match.group(1))
+    holder.expect(PROMPT)
+    holder.sendline(PARIS)  # a thread exists once it has a question
+    holder.expect("answer: ঢাকা")
+    holder.expect(PROMPT)
+    assert _chat(both_index, pg_db, "--thread", thread).returncode == 0
+    taken = _chat(both_index, pg_db, "--thread", new)
+    assert taken.returncode == 2 and "open in another kbqa chat" in taken.stderr
+    holder.sendline("/quit")
+    holder.expect(pexpect.EOF, timeout=30)
+    holder.close()
+    assert _chat(both_index, pg_db, "--thread", new).returncode == 0  # released at exit
+    unknown = _chat(both_index, pg_db, "--thread", "nope")
+    assert unknown.returncode == 2 and "no thread 'nope' in postgresql://kbqa@" in unknown.stderr
+
+
+def test_bad_urls_are_refused_by_name_and_change_nothing(
+    both_index: Path, postgres_server: str
+) -> None:
+    host = postgres_server.rpartition("@")[2]  # 127.0.0.1:PORT
+    port = _free_port()
+    cases = [
+        (f"postgresql://kbqa:hunter2@127.0.0.1:{port}/chat", "the server is not reachable"),
+        (f"postgres://kbqa:hunter2@{host}/no_such_db", "the database does not exist"),
+        (f"postgresql://pwuser:hunter2@{host}/postgres", "authentication failed"),
+    ]
+    for url, problem in cases:
+        done = _chat(both_index, url)
+        assert done.returncode == 2, done.stderr
+        assert f"--db {url.replace(':hunter2', '')}: {problem}" in done.stderr, done.stderr
+        assert "hunter2" not in done.stderr + done.stdout
+    names = {r["datname"] for r in _sql(f"{postgres_server}/postgres",
+                                         "select datname from pg_database")}  # fmt: skip
+    assert "no_such_db" not in names
+    tables = _sql(f"{postgres_server}/postgres", "select tablename from pg_tables "
+                  "where tablename like 'checkpoint%'")  # fmt: skip
+    assert tables == []  # the refused runs created nothing, even where they could connect
+
+
+def test_another_programs_checkpoints_table_is_refused(both_index: Path, pg_db: str) -> None:
+    _sql(pg_db, "create table checkpoints (id integer, payload text)")
+    done = _chat(both_index, pg_db)
+    assert done.returncode == 2 and "another program's checkpoints" in done.stderr
+    tables = {r["tablename"] for r in _sql(pg_db, "select tablename from pg_tables "
+                                                  "where schemaname = 'public'")}  # fmt: skip
+    assert tables == {"checkpoints"}
+
+
+def test_the_python_api_keeps_threads_in_postgres(both_index: Path, pg_db: str) -> None:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+
+    model = "fake/script:ঢাকা|১৯১৩|Seine"
+    with psycopg.connect(pg_db, autocommit=True, row_factory=dict_row) as conn:
+        saver = PostgresSaver(conn)
+        saver.setup()
+        qa = KBQA.from_index(both_index, model=model, checkpointer=saver, **FAKE)
+        assert qa.ask(DHAKA, thread_id="a").answer == "ঢাকা"
+        assert qa.ask(NOBEL, thread_id="b").answer == "১৯১৩"
+        assert qa.ask(PARIS, thread_id="a").answer == "Seine"
+        with pytest.raises(ValueError, match="give each question a thread_id"):
+            qa.ask(DHAKA)
+    with psycopg.connect(pg_db, autocommit=True, row_factory=dict_row) as conn:  # a new client
+        again = KBQA.from_index(both_index, load=False, checkpointer=PostgresSaver(conn), **FAKE)
+        assert [(t["question"], t["answer"]) for t in again.history("a")] == [
+            (DHAKA, "ঢাকা"),
+            (PARIS, "Seine"),
+        ]
+        assert [t["question"] for t in again.history("b")] == [NOBEL]
+        assert again.history("c") == []
+
+
+def test_without_the_extra_the_url_is_refused_with_the_install_command(
+    monkeypatch: pytest.MonkeyPatch, both_index: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "langgraph.checkpoint.postgres", None)
+    with pytest.raises(ValueError, match=r"pip install 'kbqa\[postgres\]'") as caught:
+        open_threads("postgresql://kbqa:hunter2@127.0.0.1:5432/chat")
+    assert "--db postgresql://kbqa@127.0.0.1:5432/chat" in str(caught.value)
+    assert "hunter2" not in str(caught.value)
+    with pytest.raises(ValueError, match="needs a checkpointer"):
+        KBQA.from_index(both_index, load=False, **FAKE).ask(DHAKA, thread_id="a")
+
+
+def test_urls_lose_their_password_and_other_schemes_are_refused(tmp_path: Path) -> None:
+    assert redact("postgresql://u:p@h:1/d?sslmode=require&password=p") == (
+        "postgresql://u@h:1/d?sslmode=require"
+    )
+    assert redact("postgres://h/d") == "postgres://h/d"
+    with pytest.raises(ValueError, match="SQLite file or in PostgreSQL"):
+        open_threads("mysql://u@h/d")
+    store = open_threads(tmp_path / "chat.sqlite")  # a path is still a SQLite file
+    store.close()
+    assert (tmp_path / "chat.sqlite").is_file()

@@ -201,6 +201,38 @@ def test_two_concurrent_chats_keep_their_own_threads_across_restarts(
             assert [(t["question"], t["answer"]) for t in history] == list(turns.items())
 
 
+def test_a_chat_waiting_for_the_setup_does_not_deadlock_with_its_create_index(
+    pg_db: str,
+) -> None:
+    # Another chat holds the setup lock and builds an index CONCURRENTLY, as PostgresSaver.setup
+    # does, while this chat waits for the lock. CREATE INDEX CONCURRENTLY waits for every open
+    # transaction: a blocking pg_advisory_lock would be one, and PostgreSQL would abort one side
+    # with "deadlock detected" (seen in CI). Polling keeps no transaction open.
+    import threading
+
+    import psycopg
+
+    from kbqa.cli.pg_threads import PostgresThreads, lock_key
+
+    with psycopg.connect(pg_db, autocommit=True) as other:
+        other.execute("create table busy (x int)")
+        other.execute("select pg_advisory_lock(%s)", (lock_key("setup"),))
+        opened: list[Any] = []
+        waiting = threading.Thread(target=lambda: opened.append(PostgresThreads(pg_db)))
+        waiting.start()
+        waiting.join(1.0)  # it is now waiting for the lock
+        assert waiting.is_alive()
+        other.execute("set statement_timeout = '20s'")
+        other.execute("create index concurrently busy_x on busy (x)")  # raised before the fix
+        other.execute("select pg_advisory_unlock(%s)", (lock_key("setup"),))
+        waiting.join(30)
+    assert not waiting.is_alive() and len(opened) == 1
+    threads = opened[0]
+    rows = _sql(pg_db, "select count(*) as n from checkpoint_migrations")
+    assert rows[0]["n"] > 0  # it went on to create the tables
+    threads.close()
+
+
 def test_a_thread_is_open_in_one_chat_at_a_time(both_index: Path, pg_db: str) -> None:
     done = _chat(both_index, pg_db, "--json", stdin=f"{DHAKA}\n/quit\n")
     assert done.returncode == 0, done.stderr

@@ -5,13 +5,15 @@ One chat writes a thread at a time, as with SQLite: the chat holds a session-lev
 (``pg_try_advisory_lock``) keyed on the thread id, which the server releases when the chat
 leaves the thread or its connection ends (a chat that crashed holds nothing). The checkpoint
 tables are created once (``PostgresSaver.setup``) under another advisory lock, so that two chats
-starting at once on a new database do not both create them.
+starting at once on a new database do not both create them; that lock is polled, not waited on
+(a waiting statement would deadlock with the setup's ``CREATE INDEX CONCURRENTLY``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -24,6 +26,10 @@ if TYPE_CHECKING:
 INSTALL = "pip install 'kbqa[postgres]'"
 CONNECT_TIMEOUT_S = 10
 """Seconds to wait for the server when the URL sets no ``connect_timeout``."""
+SETUP_WAIT_S = 120.0
+"""Seconds to wait while another chat creates the tables."""
+SETUP_POLL_S = 0.05
+"""Seconds between tries for the setup lock."""
 
 LANGGRAPH_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 """The tables of ``PostgresSaver``, beside its ``checkpoint_migrations``."""
@@ -107,7 +113,7 @@ class PostgresThreads:
             self._refuse_foreign_tables()
             self._saver = PostgresSaver(self.conn)
             self.checkpointer: BaseCheckpointSaver[Any] = self._saver
-            self.conn.execute("select pg_advisory_lock(%s)", (lock_key("setup"),))
+            self._wait_for_setup_lock()
             try:
                 self._saver.setup()
             finally:
@@ -121,6 +127,31 @@ class PostgresThreads:
         except ValueError:
             self.conn.close()
             raise
+
+    def _wait_for_setup_lock(self) -> None:
+        """Take the setup lock, trying ``pg_try_advisory_lock`` every :data:`SETUP_POLL_S`.
+
+        A blocking ``pg_advisory_lock`` deadlocks: ``PostgresSaver.setup`` runs ``CREATE INDEX
+        CONCURRENTLY``, which waits for every open transaction to end, the waiting
+        ``pg_advisory_lock`` statement among them, while that statement waits for the chat
+        running the setup (PostgreSQL aborts one with "deadlock detected"). Each try here is a
+        transaction that ends at once.
+
+        Raises:
+            ValueError: Another chat held the lock for :data:`SETUP_WAIT_S` seconds.
+        """
+        key = lock_key("setup")
+        deadline = time.monotonic() + SETUP_WAIT_S
+        while True:
+            row = self.conn.execute("select pg_try_advisory_lock(%s) as got", (key,)).fetchone()
+            if row is not None and row["got"]:
+                return
+            if time.monotonic() > deadline:
+                raise ValueError(
+                    f"--db {self.where}: another kbqa chat has been creating the thread tables "
+                    f"for {SETUP_WAIT_S:.0f} s; try again when it has started"
+                )
+            time.sleep(SETUP_POLL_S)
 
     def _refuse_foreign_tables(self) -> None:
         """Refuse a database whose ``checkpoints`` table is another program's (setup would

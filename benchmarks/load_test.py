@@ -7,7 +7,8 @@ throughput, latency p50/p95, errors, and the mean seconds per graph node (where 
 
     python -m llama_cpp.server --model ~/.cache/kbqa/models/gemma-3-270m-q4_k_m.gguf \\
         --lora_path src/kbqa/llm/adapters/gemma3-270m-reader/adapter.gguf \\
-        --model_alias reader --n_ctx 4096 --host 127.0.0.1 --port 8000 &
+        --model_alias reader --n_ctx 4096 --n_threads 2 --logits_all true \\
+        --host 127.0.0.1 --port 8000 &
     python benchmarks/load_test.py --index /work/idx/bn-none-v2 \\
         --questions ../shared/data/bn/banglarqa_validation.qa.jsonl \\
         --llm-url http://127.0.0.1:8000/v1 --llm-model reader --clients 1 4 16 --n 200

@@ -35,15 +35,18 @@ def spawn(index: Path, db: Path, *extra: str, model: str) -> pexpect.spawn:
     return pexpect.spawn(KBQA, args, env=env, encoding="utf-8", timeout=60, dimensions=(40, 200))
 
 
-def thread_of(child: pexpect.spawn) -> str:
-    child.expect(r"kbqa chat --thread (\w+)\)")
+def thread_of(child: pexpect.spawn, db: Path | None = None) -> str:
+    # the banner's resume command names the same index and thread store
+    child.expect(r"resume it with: kbqa chat --index \S+ --thread (\w+) --db (\S+)\r?\n")
+    if db is not None:
+        assert child.match.group(2) == str(db)
     return str(child.match.group(1))
 
 
 def test_a_conversation_with_a_followup_then_resumed(both_index: Path, tmp_path: Path) -> None:
     db = tmp_path / "chat.sqlite"
     child = spawn(both_index, db, model="fake/script:১৯১৩|কলকাতায়")
-    thread = thread_of(child)
+    thread = thread_of(child, db)
     child.expect(PROMPT)
     child.sendline("রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?")
     child.expect("generate: ১৯১৩")  # streamed from the generate node
@@ -207,3 +210,18 @@ def test_json_mode_answers_every_line_and_a_thread_has_one_chat(
     holder.sendline("/quit")
     holder.expect(pexpect.EOF)
     assert _chat(both_index, "--db", str(db), "--thread", thread).returncode == 0
+
+
+def test_threads_live_in_the_cache_root_and_old_threads_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbqa.cli.threads import default_db
+
+    monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path))
+    assert default_db() == tmp_path / "chat.sqlite"
+    old = tmp_path / "models" / "chat.sqlite"
+    old.parent.mkdir()
+    old.write_bytes(b"")  # a file from a version that kept threads beside the models
+    assert default_db() == old
+    (tmp_path / "chat.sqlite").write_bytes(b"")
+    assert default_db() == tmp_path / "chat.sqlite"

@@ -8,11 +8,14 @@ adapter answers 20 real BanglaRQA questions exactly as the same reader in proces
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import random
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +31,7 @@ from kbqa.errors import ModelError
 
 pytest.importorskip("langchain_openai", reason="kbqa[server] is not installed (langchain-openai)")
 
-from kbqa.llm.server import GREEDY, ServerChatModel, load_server_chat_model
+from kbqa.llm.server import GREEDY, ServerChatModel, load_server_chat_model, served_models
 
 PHRASE = "Context-এ তথ্য নেই"
 
@@ -120,6 +123,116 @@ def test_without_a_threshold_one_request_and_no_bias() -> None:
     assert model.invoke([HumanMessage("q")]).content == "ঢাকা"
     assert [name for name, _ in client.calls] == ["stream"]
     assert "logit_bias" not in client.calls[0][1]
+
+
+class NoLogprobsClient(Client):
+    """A server started without ``--logits_all``: it refuses ``logprobs`` (llama_cpp.server
+    answers 500) or leaves them out."""
+
+    def __init__(self, refuse: bool) -> None:
+        super().__init__({})
+        self.refuse = refuse
+
+    def generate(self, prompts: list[str], **kw: Any) -> Any:
+        self.calls.append(("generate", kw))
+        if self.refuse:
+            raise RuntimeError("Error code: 500 - logits_all must be True to use logprobs")
+        return SimpleNamespace(generations=[[SimpleNamespace(generation_info={})]])
+
+
+@pytest.mark.parametrize("refuse", [True, False], ids=["refused", "left-out"])
+def test_a_server_without_logprobs_is_an_error_that_says_how_to_start_it(refuse: bool) -> None:
+    model, _client = served({})
+    model._client = NoLogprobsClient(refuse)
+    with pytest.raises(ModelError, match=r"--logits_all true.*--abstention-threshold 0"):
+        model.invoke([HumanMessage("q")], abstention_threshold=0.9, abstention_phrase=PHRASE)
+    assert [name for name, _ in model._client.calls] == ["generate"]  # no answer guessed
+
+
+class BrokenClient(Client):
+    """A server whose reply is not JSON: the client raises ``json.JSONDecodeError``, a
+    ``ValueError``."""
+
+    def stream(self, prompt: str, **kw: Any) -> Iterator[str]:
+        self.calls.append(("stream", kw))
+        raise json.JSONDecodeError("Expecting value", "not json at all", 0)
+
+
+def test_a_reply_that_is_not_json_is_a_model_error_naming_the_server() -> None:
+    # a ValueError would read, in the generate node, as a prompt that does not fit (the
+    # caller's to fix, so the run stops); a ModelError lets the extractor answer instead
+    model, _client = served({})
+    model._client = BrokenClient({})
+    with pytest.raises(ModelError, match=r"server at http://x/v1 failed: JSONDecodeError") as err:
+        model.invoke([HumanMessage("q")])
+    assert not isinstance(err.value, ValueError)
+
+
+class StandIn(http.server.BaseHTTPRequestHandler):
+    """A stand-in OpenAI-compatible server: lists model ``r`` at ``/v1/models`` only (as
+    llama_cpp.server does) and 404s every other GET; subclasses add ``do_POST``."""
+
+    def do_GET(self) -> None:
+        found = self.path == "/v1/models"
+        body = json.dumps(
+            {"object": "list", "data": [{"id": "r", "object": "model"}]} if found else {}
+        )
+        self.send_response(200 if found else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def stand_in(handler: type[StandIn]) -> Iterator[str]:
+    """Serve ``handler`` on 127.0.0.1 in a thread; yields the server's root URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def test_a_server_that_never_replies_fails_after_the_timeout_without_a_retry() -> None:
+    # a stand-in server lists its model, then never answers a completion
+    posts: list[float] = []
+    release = threading.Event()
+
+    class Hang(StandIn):
+        def do_POST(self) -> None:
+            posts.append(time.monotonic())
+            release.wait(30)
+
+    with stand_in(Hang) as root:
+        url = root + "/v1"
+        try:
+            model = load_server_chat_model(url, "", "gemma3-270m-reader", timeout=1.0)
+            started = time.monotonic()
+            with pytest.raises(ModelError, match=f"server at {url} failed: .*Timeout"):
+                model.invoke([HumanMessage("q")])
+            assert time.monotonic() - started < 10
+            assert len(posts) == 1  # one request: no retry
+        finally:
+            release.set()
+
+
+def test_a_url_without_v1_is_told_so() -> None:
+    with stand_in(StandIn) as root:
+        with pytest.raises(ModelError, match=f"{root} answered 404 at /models; .* end in /v1"):
+            load_server_chat_model(root, "", "gemma3-270m-reader")
+        assert served_models(root + "/v1") == ["r"]
+
+
+def test_the_llm_timeout_is_a_checked_setting() -> None:
+    assert Context().llm_timeout == 300.0
+    for bad in (0, -1, float("inf"), 4000):
+        with pytest.raises(ValueError, match="llm_timeout"):
+            Context(llm_timeout=bad)
 
 
 def test_a_served_reader_grounds_by_snapping() -> None:

@@ -189,6 +189,11 @@ def test_index_store_then_ask_end_to_end(kb_file: Path, tmp_path: Path) -> None:
         ("milvus://kb.sqlite", "ends in .db"),
         ("milvus://kb.db#bad-name", "not valid for Milvus"),
         ("milvus://grpc://host:19530", "unsupported Milvus address"),
+        ("milvus://http://", "has no host"),
+        ("milvus://https://#kb", "has no host"),
+        ("milvus://http:///", "has no host"),
+        ("milvus://.db", "only the extension"),
+        ("milvus://some/dir/.db#kb", "only the extension"),
     ],
 )
 def test_bad_uris_are_named(uri: str, says: str) -> None:
@@ -213,6 +218,163 @@ def test_another_embedder_is_refused(tiny_store: str) -> None:
 def test_store_is_not_overwritten_unless_asked(tiny_index: Path, tiny_store: str) -> None:
     with pytest.raises(IndexLoadError, match="already holds collections"):
         write_store(tiny_index, parse_store_uri(tiny_store))
+
+
+def _fresh_store(index: Path, where: Path, name: str = "kb") -> str:
+    uri = f"milvus://{where}#{name}"
+    write_store(index, parse_store_uri(uri))
+    assert open_milvus_retriever(uri).retrieve(QUERIES[0], 3)
+    return uri
+
+
+def _collections(uri: str) -> list[str]:
+    from kbqa.retrieval.milvus.uri import connect
+
+    client = connect(parse_store_uri(uri))
+    try:
+        return sorted(client.list_collections())
+    finally:
+        client.close()
+
+
+def test_refused_reindex_leaves_the_old_store_answering(
+    tiny_index: Path, kb_file: Path, tmp_path: Path
+) -> None:
+    uri = _fresh_store(tiny_index, tmp_path / "kb.db")
+    before = [c.chunk_id for c in open_milvus_retriever(uri).retrieve(QUERIES[0], 3)]
+    runner = CliRunner()
+    later = tmp_path / "later"
+    args = ["index", str(kb_file), "--out", str(later), "--embedder", "fake/hash"]
+    assert runner.invoke(app, [*args, "--dense", "later"]).exit_code == 0
+    result = runner.invoke(app, ["index", "--out", str(later), "--store", uri])
+    assert result.exit_code == 2, result.output
+    assert f"{later}: the dense part is not built yet" in result.output
+    assert ".later.v-" not in result.output  # the --out name, not its version folder
+    assert [c.chunk_id for c in open_milvus_retriever(uri).retrieve(QUERIES[0], 3)] == before
+
+
+def test_varchar_limit_is_checked_before_the_old_store_is_touched(
+    tiny_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbqa.retrieval.milvus import store as store_mod
+
+    uri = _fresh_store(tiny_index, tmp_path / "kb.db")
+    names = _collections(uri)
+    monkeypatch.setattr(store_mod, "MAX_VARCHAR", 10)
+    with pytest.raises(IndexLoadError, match="VARCHAR limit"):
+        write_store(tiny_index, parse_store_uri(uri), replace=True)
+    assert _collections(uri) == names
+    assert open_milvus_retriever(uri).retrieve(QUERIES[0], 3)
+
+
+def test_interrupted_write_keeps_the_old_store_and_leaves_nothing_behind(
+    tiny_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbqa.retrieval.milvus import store as store_mod
+
+    uri = _fresh_store(tiny_index, tmp_path / "kb.db")
+    names = _collections(uri)
+
+    def interrupted(*args: object, **kwargs: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store_mod, "_write_chunks", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_store(tiny_index, parse_store_uri(uri), replace=True)
+    assert _collections(uri) == names  # no kb__*__writing left, the old set intact
+    assert open_milvus_retriever(uri).retrieve(QUERIES[0], 3)
+    monkeypatch.undo()
+    assert write_store(tiny_index, parse_store_uri(uri), replace=True) == {"coverage": 12}
+    assert _collections(uri) == names
+
+
+def test_store_interrupted_during_the_swap_says_so(tiny_index: Path, tmp_path: Path) -> None:
+    from kbqa.retrieval.milvus.uri import connect
+
+    uri = _fresh_store(tiny_index, tmp_path / "kb.db")
+    client = connect(parse_store_uri(uri))
+    client.drop_collection("kb__meta")  # where the swap starts: the meta collection goes first
+    client.close()
+    with pytest.raises(
+        IndexLoadError, match=r"incomplete.*a write was interrupted; write it again"
+    ):
+        open_milvus_retriever(uri)
+    write_store(tiny_index, parse_store_uri(uri), replace=True)
+    assert open_milvus_retriever(uri).retrieve(QUERIES[0], 3)
+
+
+def test_a_file_that_is_not_a_lite_store_is_named_and_left_alone(
+    tiny_index: Path, kb_file: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "notmilvus.db"
+    path.write_text("hello\n")
+    uri = f"milvus://{path}"
+    runner = CliRunner()
+    result = runner.invoke(app, ["ask", "q", "--index", uri, "--model", "fake/script:X"])
+    assert result.exit_code == 2 and "is not a Milvus Lite store" in result.output, result.output
+    result = runner.invoke(app, ["index", "--out", str(tiny_index), "--store", uri])
+    assert result.exit_code == 2 and "is not a Milvus Lite store" in result.output, result.output
+    out = tmp_path / "idx"
+    args = ["index", str(kb_file), "--out", str(out), "--embedder", "fake/hash", "--store", uri]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "is not a Milvus Lite store" in result.output, result.output
+    assert not out.exists()  # refused before the build
+    assert path.read_text() == "hello\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kb.jsonl", "notmilvus.db"]
+
+
+def test_unwritable_folder_is_named_before_building(
+    kb_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbqa.retrieval.milvus import uri as uri_mod
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        (folder / "probe").touch()
+    except OSError:
+        pass
+    else:  # root writes a read-only folder: refuse the probe as a read-only mount would
+        (folder / "probe").unlink()
+
+        def read_only(*args: object, **kwargs: object) -> None:
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(uri_mod.tempfile, "TemporaryFile", read_only)
+    try:
+        out = tmp_path / "idx"
+        args = ["index", str(kb_file), "--out", str(out), "--embedder", "fake/hash"]
+        result = CliRunner().invoke(app, [*args, "--store", f"milvus://{folder / 'kb.db'}"])
+        assert result.exit_code == 2, result.output
+        assert f"folder {folder} is not writable (Permission denied)" in result.output
+        assert not out.exists() and not (folder / "kb.db").exists()
+    finally:
+        folder.chmod(0o755)
+
+
+def test_lite_open_failure_is_an_index_load_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pymilvus
+    from pymilvus.exceptions import ConnectionConfigException
+
+    from kbqa.retrieval.milvus.uri import connect
+
+    def refuse(**kwargs: object) -> None:
+        raise ConnectionConfigException(message="Open local milvus failed")
+
+    monkeypatch.setattr(pymilvus, "MilvusClient", refuse)
+    with pytest.raises(IndexLoadError, match=r"cannot open the Milvus Lite store .*kb\.db"):
+        connect(parse_store_uri(f"milvus://{tmp_path / 'kb.db'}"), create=True)
+
+
+def test_lite_write_logs_no_grpc_error(
+    tiny_index: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("WARNING"):
+        write_store(tiny_index, parse_store_uri(f"milvus://{tmp_path / 'kb.db'}"))
+    assert not [r for r in caplog.records if r.name.startswith("grpc")], caplog.text
 
 
 def test_cli_bad_store_fails_before_building(kb_file: Path, tmp_path: Path) -> None:

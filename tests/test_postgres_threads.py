@@ -162,7 +162,7 @@ def test_two_concurrent_chats_keep_their_own_threads_across_restarts(
     second = _spawn(both_index, pg_db, model="fake/script:" + "|".join(THREAD_B.values()))
     threads = []
     for child in (first, second):
-        child.expect(r"kbqa chat --thread (\w+)\)")
+        child.expect(r"resume it with: kbqa chat --index \S+ --thread (\w+) --db \S+\r?\n")
         threads.append(str(child.match.group(1)))
         child.expect(PROMPT)
     a, b = threads
@@ -293,6 +293,64 @@ def test_another_programs_checkpoints_table_is_refused(both_index: Path, pg_db: 
     assert tables == {"checkpoints"}
 
 
+def _snapshot(url: str) -> dict[str, list[dict[str, Any]]]:
+    """Each table of ``url``'s public schema: its columns, then its rows."""
+    tables = sorted(r["tablename"] for r in _sql(url, "select tablename from pg_tables "
+                                                      "where schemaname = 'public'"))  # fmt: skip
+    return {
+        t: _sql(url, "select column_name, data_type from information_schema.columns where "
+                f"table_name = '{t}' order by ordinal_position")
+        + _sql(url, f"select * from {t} order by 1")
+        for t in tables
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("tables", "problem"),
+    [
+        (["create table checkpoint_migrations (v text)",
+          "insert into checkpoint_migrations values ('mine')"],
+         "another program's checkpoint_migrations (its v column is not an integer)"),
+        (["create table checkpoint_writes (a int)",
+          "create table checkpoint_migrations (v int primary key)",
+          "insert into checkpoint_migrations values (0)"],
+         "another program's checkpoint_writes (it has no thread_id, checkpoint_ns, "
+         "checkpoint_id, task_id, idx, channel, type, blob column)"),
+        (["create table checkpoint_migrations (v int primary key)",
+          "insert into checkpoint_migrations values (0), (1), (2)"],
+         "another program's checkpoint_migrations (it records version 2, but there is no "
+         "checkpoints, checkpoint_blobs)"),
+        (["create table checkpoint_blobs (thread_id text, checkpoint_ns text, blob bytea)"],
+         "another program's checkpoint_blobs (it has no channel, version, type column)"),
+    ],
+)  # fmt: skip
+def test_another_programs_migrations_or_tables_are_refused_and_left_as_they_were(
+    both_index: Path, pg_db: str, tables: list[str], problem: str
+) -> None:
+    for statement in tables:
+        _sql(pg_db, statement)
+    before = _snapshot(pg_db)
+    done = _chat(both_index, pg_db)
+    assert done.returncode == 2, done.stderr
+    assert f"--db {pg_db} holds {problem}; give kbqa chat a database of its own" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert _snapshot(pg_db) == before  # no table created, no migration recorded
+
+
+def test_langgraphs_own_tables_are_used_again(pg_db: str) -> None:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+
+    from kbqa.cli.pg_threads import PostgresThreads
+
+    with psycopg.connect(pg_db, autocommit=True, row_factory=dict_row) as conn:
+        PostgresSaver(conn).setup()  # as another LangGraph program would
+    before = _snapshot(pg_db)
+    PostgresThreads(pg_db).close()
+    assert _snapshot(pg_db) == before
+
+
 def test_the_python_api_keeps_threads_in_postgres(both_index: Path, pg_db: str) -> None:
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -330,6 +388,39 @@ def test_without_the_extra_the_url_is_refused_with_the_install_command(
         KBQA.from_index(both_index, load=False, **FAKE).ask(DHAKA, thread_id="a")
 
 
+def test_the_password_never_shows_in_a_message(both_index: Path, postgres_server: str) -> None:
+    host = postgres_server.rpartition("@")[2]
+    cases = [  # libpq quotes the token it cannot read: the password, written or decoded
+        (f"postgresql://kbqa:top%ZZsecret99@{host}/chat", f"postgresql://kbqa@{host}/chat",
+         "cannot connect (invalid percent-encoded token"),
+        (f"postgresql://kbqa:top secret99@{host}/chat", f"postgresql://kbqa@{host}/chat",
+         "cannot connect (unexpected spaces found in"),
+        (f"postgresql://kbqa@{host}/chat?password=top%ZZsecret99&sslmode=disable",
+         f"postgresql://kbqa@{host}/chat?sslmode=disable",
+         "cannot connect (invalid percent-encoded token"),
+        ("postgresql://kbqa:top%ZZsecret99@[::1/chat", "postgresql://kbqa@[::1/chat",
+         "not a valid URL (Invalid IPv6 URL)"),
+        (f"postgresql://kbqa:top?se#cret99@{host}/no_such_db",  # libpq keeps ? and # in it
+         f"postgresql://kbqa@{host}/no_such_db", "the database does not exist"),
+    ]  # fmt: skip
+    for url, where, problem in cases:
+        done = _chat(both_index, url)
+        assert done.returncode == 2, done.stderr
+        assert f"--db {where}: {problem}" in done.stderr, done.stderr
+        out = done.stderr + done.stdout
+        assert "cret99" not in out, out
+
+
+def test_scrub_hides_every_form_of_the_password() -> None:
+    from kbqa.cli.pg_threads import scrub, secrets
+
+    hidden = secrets("postgresql://u:a%20b@h/d?password=c+d&password=e%27f")
+    assert {"a%20b", "a b", "c+d", "c d", "e%27f", "e'f", "e\\'f"} <= hidden
+    assert scrub('bad "a b" and "c d"\n and e\\\'f', hidden) == 'bad "***" and "***" and ***'
+    assert scrub("password  a   b", secrets("postgres://u:a   b@h")) == "password ***"
+    assert secrets("postgres://u@h/d") == set()
+
+
 def test_urls_lose_their_password_and_other_schemes_are_refused(tmp_path: Path) -> None:
     assert redact("postgresql://u:p@h:1/d?sslmode=require&password=p") == (
         "postgresql://u@h:1/d?sslmode=require"
@@ -340,3 +431,13 @@ def test_urls_lose_their_password_and_other_schemes_are_refused(tmp_path: Path) 
     store = open_threads(tmp_path / "chat.sqlite")  # a path is still a SQLite file
     store.close()
     assert (tmp_path / "chat.sqlite").is_file()
+
+
+def test_the_resume_command_keeps_the_store_and_drops_the_password() -> None:
+    from kbqa.cli.chat import _resume_command
+
+    shown = _resume_command("idx", "postgresql://kb:s3cret@127.0.0.1:5433/chat", "t1")
+    assert shown == "kbqa chat --index idx --thread t1 --db postgresql://kb@127.0.0.1:5433/chat"
+    assert _resume_command("milvus://kb.db", "my chats.sqlite", "t2") == (
+        "kbqa chat --index milvus://kb.db --thread t2 --db 'my chats.sqlite'"
+    )

@@ -35,6 +35,7 @@ from langgraph.types import Checkpointer
 
 from kbqa.context import Context
 from kbqa.errors import IndexLoadError
+from kbqa.retrieval.milvus.uri import is_milvus_uri, parse_store_uri
 
 log = logging.getLogger("kbqa")
 
@@ -170,14 +171,16 @@ class KBQA:
         """Answer from the index at ``path`` (built by ``kbqa index``).
 
         Args:
-            path: The index directory.
+            path: The index directory, or a Milvus store written by ``kbqa index --store``
+                (``milvus://PATH.db`` or ``milvus://http://HOST:PORT``, optionally ``#NAME``).
             load: See :class:`KBQA`.
             checkpointer: See :class:`KBQA`.
             **settings: Any :class:`~kbqa.context.Context` field (``model``, ``k``,
                 ``verify``, ``web_search``, ...).
 
         Raises:
-            IndexLoadError: ``path`` is not an index.
+            IndexLoadError: ``path`` is not an index; a malformed ``milvus://`` URI; with
+                ``load``, a store that does not exist or lacks the Milvus extra.
             ValueError: A setting is unknown or out of range (the message names it).
             TypeError: A setting is not a Context field.
         """
@@ -185,7 +188,12 @@ class KBQA:
             raise TypeError("index_dir is the path argument of from_index, not a setting")
         if not isinstance(path, (str, Path)):
             raise TypeError(f"path must be an index directory (str or Path), got {path!r}")
-        if not Path(path).is_dir():
+        if is_milvus_uri(str(path)):  # a Milvus store (kbqa index --store milvus://...)
+            try:
+                parse_store_uri(str(path))
+            except ValueError as exc:
+                raise IndexLoadError(str(exc)) from None
+        elif not Path(path).is_dir():
             raise IndexLoadError(f"index not found: {path} (build one with kbqa index)")
         unknown = sorted(set(settings) - set(Context.field_names()) - {"retriever"})
         if unknown:

@@ -37,7 +37,10 @@ class Context:
 
     index_dir: str = field(
         default_factory=lambda: _env("KBQA_INDEX", "index"),
-        metadata={"description": "Index directory built by `kbqa index` (env KBQA_INDEX)."},
+        metadata={
+            "description": "Index built by `kbqa index`: a directory, or a milvus:// store "
+            "URI (docs/milvus.md) (env KBQA_INDEX)."
+        },
     )
     model: str = field(
         default_factory=lambda: _env("KBQA_MODEL", DEFAULT_MODEL),
@@ -62,6 +65,14 @@ class Context:
     llm_model: str = field(
         default="",
         metadata={"description": "The model's name on the --llm-url server (empty: its first)."},
+    )
+    llm_timeout: float = field(
+        default=300.0,
+        metadata={
+            "description": "Seconds one call to the --llm-url server may take before it fails "
+            "(the graph then answers with the pattern extractor); a busy server queues calls, "
+            "so leave room for the queue."
+        },
     )
     grounding: Literal["off", "snap", "constrained"] = field(
         default=DEFAULT_GROUNDING,
@@ -229,7 +240,8 @@ class Context:
             number = f.type in ("float", float) or (f.type == "float | None" and value is not None)
             if number and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise ValueError(f"{f.name} must be a number, got {value!r}")
-        for name in ("bm25_weight", "dense_weight", "web_timeout", "abstention_threshold"):
+        for name in ("bm25_weight", "dense_weight", "web_timeout", "abstention_threshold",
+                     "llm_timeout"):  # fmt: skip
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
@@ -247,6 +259,8 @@ class Context:
                 "web_search ($KBQA_WEB_SEARCH, --web-search) must be ddgs, off, static:PATH "
                 f"of an existing file, or a registered name; got {self.web_search!r}"
             )
+        if not 0 < self.llm_timeout <= 3600:
+            raise ValueError(f"llm_timeout must be in (0, 3600] seconds, got {self.llm_timeout!r}")
         if not 0 < self.web_timeout <= 60:
             raise ValueError(f"web_timeout must be in (0, 60] seconds, got {self.web_timeout!r}")
         if (

@@ -104,7 +104,7 @@ def chat_model_for(ctx: Context) -> BaseChatModel:
         from kbqa.llm.server import load_server_chat_model
 
         return load_server_chat_model(
-            ctx.llm_url, ctx.llm_model, ctx.model, ctx.reader_adapter, ctx.n_ctx
+            ctx.llm_url, ctx.llm_model, ctx.model, ctx.reader_adapter, ctx.n_ctx, ctx.llm_timeout
         )
     return load_chat_model(ctx.model, ctx.n_ctx, ctx.n_threads, adapter=ctx.reader_adapter)
 
@@ -131,7 +131,12 @@ def verifier_for(ctx: Context) -> BaseChatModel:
         from kbqa.llm.server import load_server_chat_model
 
         return load_server_chat_model(
-            ctx.llm_url, ctx.llm_model, verifier_name(ctx), ctx.verifier_adapter, ctx.n_ctx
+            ctx.llm_url,
+            ctx.llm_model,
+            verifier_name(ctx),
+            ctx.verifier_adapter,
+            ctx.n_ctx,
+            ctx.llm_timeout,
         )
     return load_chat_model(verifier_name(ctx), ctx.n_ctx, ctx.n_threads, role="verifier",
                            adapter=ctx.verifier_adapter)  # fmt: skip

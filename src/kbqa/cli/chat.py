@@ -92,14 +92,15 @@ class Session:
         """The thread's state (empty for a thread with no question yet)."""
         return dict(self.graph.get_state(self.config(thread)).values)
 
-    def say(self, text: str, style: str = "") -> None:
+    def say(self, text: str, style: str = "", *, soft_wrap: bool = False) -> None:
         """Print a message (with ``--json``: one JSON object, ``error`` for a red one, else
-        ``message``, so a script gets one line back for every line it sent)."""
+        ``message``, so a script gets one line back for every line it sent). ``soft_wrap``
+        leaves the line whole for the terminal to wrap, so a command in it copies as one."""
         if self.as_json:
             key = "error" if style == "red" else "message"
             typer.echo(json.dumps({"thread": self.thread, key: text}, ensure_ascii=False))
         else:
-            self.console.print(text, style=style or None, markup=False)
+            self.console.print(text, style=style or None, markup=False, soft_wrap=soft_wrap)
 
     def ask(self, question: str) -> None:
         """Run the graph on ``question`` in the thread, streaming; Ctrl-C stops it."""
@@ -298,6 +299,28 @@ def read_line(interactive: bool) -> str:
     return line
 
 
+def _store(db: str | None) -> str:
+    """The thread store as the banner shows it: a path, or a URL without its password."""
+    from kbqa.cli.pg_threads import redact
+    from kbqa.cli.threads import POSTGRES_SCHEMES, default_db
+
+    if db is None:
+        return str(default_db())
+    return redact(db) if db.startswith(POSTGRES_SCHEMES) else db
+
+
+def _resume_command(index: str, db: str | None, thread: str) -> str:
+    """The command that resumes ``thread``: the same index and, when not the default, the
+    same ``--db`` (a PostgreSQL password is left out; libpq reads it from ``PGPASSWORD`` or
+    ``~/.pgpass``)."""
+    import shlex
+
+    words = ["kbqa", "chat", "--index", index, "--thread", thread]
+    if db is not None:
+        words += ["--db", _store(db)]
+    return shlex.join(words)
+
+
 @app.command()
 @context_options()
 def chat(
@@ -333,9 +356,10 @@ def chat(
         import readline  # noqa: F401  (line editing and history for input())
     if not as_json:
         resumed = f"resumed thread {thread}" if thread else f"thread {session.thread}"
-        session.say(f"kbqa chat: {ctx.index_dir}, model {ctx.model}, {resumed} "
-                    f"(resume it with kbqa chat --thread {session.thread}); /help for commands, "
-                    "Ctrl-D to leave")  # fmt: skip
+        session.say(f"kbqa chat: {ctx.index_dir}, model {ctx.model}, {resumed} in {_store(db)}; "
+                    "/help for commands, Ctrl-D to leave", soft_wrap=True)  # fmt: skip
+        command = _resume_command(ctx.index_dir, db, session.thread)
+        session.say(f"resume it with: {command}", style="dim", soft_wrap=True)
     recoverable: tuple[type[Exception], ...] = (KBQAError, ValueError, *session.store.errors)
     while True:
         try:

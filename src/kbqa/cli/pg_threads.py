@@ -14,8 +14,9 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -32,19 +33,75 @@ SETUP_POLL_S = 0.05
 """Seconds between tries for the setup lock."""
 
 LANGGRAPH_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
-"""The tables of ``PostgresSaver``, beside its ``checkpoint_migrations``."""
+"""The tables of ``PostgresSaver``, beside its ``checkpoint_migrations``, in the order its
+migrations 1 to 3 create them."""
+LANGGRAPH_COLUMNS = {
+    "checkpoint_migrations": ("v",),
+    "checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id",
+                    "type", "checkpoint", "metadata"),
+    "checkpoint_blobs": ("thread_id", "checkpoint_ns", "channel", "version", "type", "blob"),
+    "checkpoint_writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx",
+                          "channel", "type", "blob"),
+}  # fmt: skip
+"""The columns ``PostgresSaver``'s migrations create (``langgraph.checkpoint.postgres.base.
+MIGRATIONS``), which its queries read; ``checkpoint_writes.task_path`` comes from a later
+migration that adds it where it is missing."""
+INTEGER_TYPES = ("smallint", "integer", "bigint")
+"""The types of ``checkpoint_migrations.v`` that ``setup`` can count on."""
+
+
+def _split(url: str) -> tuple[str, str | None, str | None, str]:
+    """``url`` as libpq reads it: ``(scheme://, user, password, rest)``, the user information
+    running to the first ``@`` before any ``/`` (so a ``?`` or ``#`` in a password stays in it);
+    user and password are None where the URL has none."""
+    scheme, sep, tail = url.partition("://")
+    prefix = scheme + sep if sep else ""
+    tail = tail if sep else url
+    found = re.match(r"[^@/]*@", tail)
+    if not found:
+        return prefix, None, None, tail
+    user, colon, password = tail[: found.end() - 1].partition(":")
+    return prefix, user, password if colon else None, tail[found.end() :]
 
 
 def redact(url: str) -> str:
     """``url`` without its password (in ``user:password@`` or a ``password=`` parameter), as
     messages show it."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, hosts = netloc.rpartition("@")
-        netloc = f"{userinfo.partition(':')[0]}@{hosts}"
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"]
-    return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query)))
+    prefix, user, _, rest = _split(url)
+    where, mark, query = rest.partition("?")
+    if mark:
+        kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "password"]
+        where += f"?{urlencode(kept)}" if kept else ""
+    return prefix + (f"{user}@" if user is not None else "") + where
+
+
+def secrets(url: str) -> set[str]:
+    """The forms of ``url``'s password that a driver's message may show: as written,
+    percent-decoded and quoted for a conninfo string, from ``user:password@`` (and up to the
+    last ``@``, where the password holds one) and from ``password=`` parameters."""
+    _, _, password, rest = _split(url)
+    found = {password} if password else set()
+    longest = re.match(r"[^/]*@", url.partition("://")[2])
+    if longest and ":" in longest.group(0):
+        found.add(longest.group(0)[:-1].partition(":")[2])
+    for pair in rest.partition("?")[2].split("&"):
+        key, _, value = pair.partition("=")
+        if unquote(key) == "password" and value:
+            found |= {value, unquote_plus(value)}
+    for text in list(found):
+        found |= {unquote(text), text.replace("\\", "\\\\").replace("'", "\\'")}
+    return {text for text in found if text}
+
+
+def scrub(text: str, hidden: Iterable[str]) -> str:
+    """``text`` on one line, each of ``hidden`` (see :func:`secrets`) shown as ``***``."""
+    hidden = sorted(hidden, key=len, reverse=True)
+    for secret in hidden:  # as written, then in the text put on one line
+        text = text.replace(secret, "***")
+    text = re.sub(r"\s+", " ", text).strip()
+    for secret in hidden:
+        text = text.replace(re.sub(r"\s+", " ", secret).strip() or secret, "***")
+    return text
 
 
 def lock_key(name: str) -> int:
@@ -54,10 +111,11 @@ def lock_key(name: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def connect_problem(exc: Exception) -> str:
+def connect_problem(exc: Exception, hidden: Iterable[str] = ()) -> str:
     """What a failed connection says, sorted into the problems a user can fix: the server is
-    not reachable, authentication failed, the database does not exist."""
-    text = re.sub(r"\s+", " ", str(exc)).strip()
+    not reachable, authentication failed, the database does not exist; the driver's words
+    without ``hidden`` (the password, :func:`secrets`)."""
+    text = scrub(str(exc), hidden)
     detail = re.sub(r"^connection failed: |^connection is bad: ", "", text)
     low = text.lower()
     if re.search(r'database ".*" does not exist', low):
@@ -82,13 +140,20 @@ class PostgresThreads:
 
     Raises:
         ValueError: The extra is not installed; the server is not reachable; authentication
-            failed; the database does not exist; it holds a ``checkpoints`` table that is not
-            LangGraph's; the tables cannot be created. The message names the URL (without its
-            password) and the problem, and nothing is changed.
+            failed; the database does not exist; it holds tables of LangGraph's names that are
+            not LangGraph's (:meth:`_refuse_foreign_tables`); the tables cannot be created. The
+            message names the URL (without its password) and the problem, and nothing is
+            changed.
     """
 
     def __init__(self, url: str) -> None:
         self.where = redact(url)
+        self._hidden = secrets(url)
+        try:
+            urlsplit(self.where)
+        except ValueError as exc:
+            problem = scrub(str(exc), self._hidden)
+            raise ValueError(f"--db {self.where}: not a valid URL ({problem})") from None
         try:
             import psycopg
             from langgraph.checkpoint.postgres import PostgresSaver
@@ -108,7 +173,8 @@ class PostgresThreads:
                 conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row
             )
         except psycopg.Error as exc:
-            raise ValueError(f"--db {self.where}: {connect_problem(exc)}") from None
+            problem = connect_problem(exc, self._hidden)
+            raise ValueError(f"--db {self.where}: {problem}") from None
         try:
             self._refuse_foreign_tables()
             self._saver = PostgresSaver(self.conn)
@@ -120,7 +186,7 @@ class PostgresThreads:
                 self.conn.execute("select pg_advisory_unlock(%s)", (lock_key("setup"),))
         except psycopg.Error as exc:
             self.conn.close()
-            problem = re.sub(r"\s+", " ", str(exc)).strip()
+            problem = scrub(str(exc), self._hidden)
             raise ValueError(
                 f"--db {self.where}: cannot create the thread tables ({problem})"
             ) from None
@@ -154,17 +220,53 @@ class PostgresThreads:
             time.sleep(SETUP_POLL_S)
 
     def _refuse_foreign_tables(self) -> None:
-        """Refuse a database whose ``checkpoints`` table is another program's (setup would
-        leave it, then fail or write beside it)."""
+        """Refuse a database whose LangGraph tables are another program's: one without
+        LangGraph's columns (:data:`LANGGRAPH_COLUMNS`), a ``checkpoints`` table beside no
+        ``checkpoint_migrations``, or migrations recorded for tables that are not there
+        (``setup`` would fail halfway, or write beside them). Runs before ``setup``, so a
+        refused database is left as it was.
+
+        Raises:
+            ValueError: Naming the table and what it lacks.
+        """
         rows = self.conn.execute(
-            "select table_name from information_schema.tables where table_schema = current_schema()"
+            "select table_name, column_name, data_type from information_schema.columns "
+            "where table_schema = current_schema() and table_name = any(%s)",
+            (list(LANGGRAPH_COLUMNS),),
         ).fetchall()
-        tables = {str(row["table_name"]) for row in rows}
-        if set(LANGGRAPH_TABLES) & tables and "checkpoint_migrations" not in tables:
-            theirs = ", ".join(sorted(set(LANGGRAPH_TABLES) & tables))
+        columns: dict[str, dict[str, str]] = {}
+        for row in rows:
+            columns.setdefault(str(row["table_name"]), {})[row["column_name"]] = row["data_type"]
+        own = "; give kbqa chat a database of its own"
+        for table, have in sorted(columns.items()):
+            lacks = [c for c in LANGGRAPH_COLUMNS[table] if c not in have]
+            if lacks:
+                raise ValueError(
+                    f"--db {self.where} holds another program's {table} (it has no "
+                    f"{', '.join(lacks)} column){own}"
+                )
+        if columns.get("checkpoint_migrations", {}).get("v") not in INTEGER_TYPES:
+            if "checkpoint_migrations" in columns:
+                raise ValueError(
+                    f"--db {self.where} holds another program's checkpoint_migrations (its v "
+                    f"column is not an integer){own}"
+                )
+            if columns:
+                theirs = ", ".join(sorted(columns))
+                raise ValueError(
+                    f"--db {self.where} holds another program's {theirs} "
+                    f"(no checkpoint_migrations){own}"
+                )
+            return
+        last = self.conn.execute("select max(v) as v from checkpoint_migrations").fetchone()
+        done = -1 if last is None or last["v"] is None else int(last["v"])
+        missing = [
+            t for i, t in enumerate(LANGGRAPH_TABLES, start=1) if i <= done and t not in columns
+        ]
+        if missing:
             raise ValueError(
-                f"--db {self.where} holds another program's {theirs} (no checkpoint_migrations); "
-                "give kbqa chat a database of its own"
+                f"--db {self.where} holds another program's checkpoint_migrations (it records "
+                f"version {done}, but there is no {', '.join(missing)}){own}"
             )
 
     def hold(self, thread: str) -> None:

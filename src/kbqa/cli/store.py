@@ -13,9 +13,10 @@ from kbqa.errors import KBQAError
 
 
 def check_store(store: str, *, later: bool) -> None:
-    """Exit, before any build, on a bad ``--store`` URI, a missing Milvus extra or
+    """Exit, before any build, on a bad ``--store`` URI, a missing Milvus extra, a Milvus Lite
+    path that cannot be written (a file that is not a store, a missing or read-only folder) or
     ``--dense later`` (the store is written from a complete index)."""
-    from kbqa.retrieval.milvus.uri import EXTRA_HINT, parse_store_uri
+    from kbqa.retrieval.milvus.uri import EXTRA_HINT, check_lite_path, parse_store_uri
 
     if later:
         fail(
@@ -28,6 +29,8 @@ def check_store(store: str, *, later: bool) -> None:
 
         if parsed.is_lite:
             import milvus_lite  # noqa: F401
+
+            check_lite_path(parsed, create=True)
     except KBQAError as exc:
         fail(str(exc))
     except ImportError:

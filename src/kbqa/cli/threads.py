@@ -107,10 +107,17 @@ class SqliteThreads:
 
 
 def default_db() -> Path:
-    """Where threads are kept: ``$KBQA_CACHE/chat.sqlite`` (``~/.cache/kbqa``)."""
+    """Where threads are kept: ``$KBQA_CACHE_DIR/chat.sqlite`` (``~/.cache/kbqa/chat.sqlite``).
+
+    Versions up to 0.1.0 kept them beside the models (``~/.cache/kbqa/models/chat.sqlite``);
+    that file is still used while it exists and the new one does not, so no thread is lost.
+    """
+    from kbqa.llm.cache import cache_root
     from kbqa.llm.models import cache_dir
 
-    return cache_dir() / "chat.sqlite"
+    db = cache_root() / "chat.sqlite"
+    old = cache_dir() / "chat.sqlite"
+    return old if old.is_file() and not db.exists() else db
 
 
 def open_db(db: Path) -> sqlite3.Connection:

@@ -39,7 +39,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
-from kbqa.errors import ModelError
+from kbqa.errors import KBQAError, ModelError
 from kbqa.llm.chat import stream_chunks
 from kbqa.llm.grounding import MIN_PHRASE_START, phrase_start_tokens
 from kbqa.prompts.answer import PLAIN_STYLES, prompt_text
@@ -72,7 +72,8 @@ def served_models(url: str, timeout: float = 10.0) -> list[str]:
     """The model names an OpenAI-compatible server lists at ``{url}/models``.
 
     Raises:
-        ModelError: The server cannot be reached or does not answer as one.
+        ModelError: The server cannot be reached, answers with an HTTP error (a 404 says the
+            URL may lack ``/v1``), or does not answer as an OpenAI-compatible server.
     """
     import httpx
 
@@ -80,6 +81,10 @@ def served_models(url: str, timeout: float = 10.0) -> list[str]:
         response = httpx.get(url.rstrip("/") + "/models", timeout=timeout)
         response.raise_for_status()
         return [str(m["id"]) for m in response.json()["data"]]
+    except httpx.HTTPStatusError as exc:
+        code = exc.response.status_code
+        hint = "; does the URL need to end in /v1?" if code == 404 else ""
+        raise ModelError(f"the LLM server at {url} answered {code} at /models{hint}") from None
     except httpx.HTTPError as exc:
         raise ModelError(f"the LLM server at {url} cannot be reached ({exc})") from None
     except (ValueError, KeyError, TypeError):
@@ -150,11 +155,23 @@ class ServerChatModel(BaseChatModel):
         """Probability that the reply's first token starts ``phrase``, from the top
         :data:`TOP_LOGPROBS` log-probabilities the server returns for it."""
         target = phrase.strip().lower()
-        result = self._client.generate(
-            [prompt], stop=stop, max_tokens=1, logprobs=TOP_LOGPROBS, extra_body=GREEDY
+        fix = (
+            "the abstention threshold needs them: start llama_cpp.server with --logits_all "
+            "true (its default), or pass --abstention-threshold 0 to read without it"
         )
+        try:
+            result = self._client.generate(
+                [prompt], stop=stop, max_tokens=1, logprobs=TOP_LOGPROBS, extra_body=GREEDY
+            )
+        except Exception as exc:
+            raise ModelError(
+                f"the server at {self.base_url} refused a request for log-probabilities "
+                f"({type(exc).__name__}: {exc}); {fix}"
+            ) from exc
         info = result.generations[0][0].generation_info or {}
         top = ((info.get("logprobs") or {}).get("top_logprobs") or [{}])[0] or {}
+        if not top:
+            raise ModelError(f"the server at {self.base_url} returned no log-probabilities; {fix}")
         return sum(
             math.exp(lp)
             for text, lp in top.items()
@@ -164,7 +181,25 @@ class ServerChatModel(BaseChatModel):
     def _pieces(
         self, messages: list[BaseMessage], stop: list[str] | None, kw: dict[str, Any]
     ) -> Iterator[tuple[str, float | None]]:
-        """The reply as ``(text, abstention_probability)`` pieces, streamed."""
+        """The reply as ``(text, abstention_probability)`` pieces, streamed.
+
+        Raises:
+            ModelError: The server failed: an HTTP error, a timeout, a reply that is not the
+                OpenAI API's JSON (a ``ValueError`` from the client would otherwise read as a
+                prompt that does not fit, which is the caller's to fix).
+        """
+        try:
+            yield from self._served_pieces(messages, stop, kw)
+        except KBQAError:
+            raise
+        except Exception as exc:
+            raise ModelError(
+                f"the server at {self.base_url} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _served_pieces(
+        self, messages: list[BaseMessage], stop: list[str] | None, kw: dict[str, Any]
+    ) -> Iterator[tuple[str, float | None]]:
         max_tokens = int(kw.get("max_tokens", self.max_tokens))
         if self.prompt_style not in PLAIN_STYLES:
             for chunk in self._client.stream(
@@ -222,10 +257,16 @@ class ServerChatModel(BaseChatModel):
 
 @functools.cache
 def load_server_chat_model(
-    url: str, served_name: str, name: str, adapter: str = "", n_ctx: int = 4096
+    url: str,
+    served_name: str,
+    name: str,
+    adapter: str = "",
+    n_ctx: int = 4096,
+    timeout: float = 300.0,
 ) -> ServerChatModel:
     """A :class:`ServerChatModel` for kbqa model ``name`` (with ``adapter``) served at ``url``
-    as ``served_name`` ("": the server's first listed model). Cached per arguments.
+    as ``served_name`` ("": the server's first listed model). Cached per arguments. One call
+    fails after ``timeout`` seconds, and is not retried (a hung server costs one timeout).
 
     Raises:
         ModelError: ``langchain-openai`` is not installed (``pip install 'kbqa[server]'``), the
@@ -258,6 +299,7 @@ def load_server_chat_model(
         prompt_style=style,
         n_ctx=n_ctx,
         reader_abstention_threshold=threshold,
+        timeout=timeout,
     )
     from llama_cpp import Llama
 
@@ -271,7 +313,7 @@ def load_server_chat_model(
         "api_key": "not-needed",
         "temperature": 0.0,
         "timeout": model.timeout,
-        "max_retries": 1,
+        "max_retries": 0,
     }
     model._client = OpenAI(**common) if style in PLAIN_STYLES else ChatOpenAI(**common)
     return model

@@ -53,6 +53,9 @@ EMPTY_TERM = 2**31 - 1
 no term id maps to it, so no query reaches it through BM25."""
 DUMMY_DIM = 2
 """Milvus wants a vector field in every collection; the meta and terms ones get this one."""
+PENDING = "writing"
+"""Suffix of the collections a write fills before swapping them in (``C__meta__writing``); no
+kbqa collection name ends with it."""
 
 
 def collection_name(store: MilvusStore, part: str, strategy: str | None = None) -> str:
@@ -70,73 +73,132 @@ def write_store(
     """Copy a built index (single or ``--strategy both``) into ``store``'s collections.
 
     The index is written as it was built: its BM25 weights and dense vectors are copied, not
-    recomputed.
+    recomputed. Every check runs before Milvus is touched; the new collections are written
+    under temporary names (``...__writing``) and swapped in at the end (the old meta
+    collection dropped first, the new one renamed last), so a refused or interrupted write
+    leaves the old store answering queries, except when interrupted during the swap itself:
+    the store then reads as incomplete until it is written again.
 
     Args:
         index_dir: An index directory written by ``kbqa index``.
         store: Where to write.
-        replace: Drop the store's existing collections of the same base name first; without it
+        replace: Replace the store's existing collections of the same base name; without it
             an existing store is refused.
 
     Returns:
         Chunks written per strategy.
 
     Raises:
-        IndexLoadError: The index cannot be loaded, its dense part is still pending, a chunk's
-            text is longer than Milvus's VARCHAR limit, the store exists (without ``replace``)
-            or Milvus refuses a write.
+        IndexLoadError: The index cannot be loaded, its dense part is still pending, its BM25
+            variant does not fit sparse vectors, a chunk's text is longer than Milvus's VARCHAR
+            limit, the store cannot be opened (see :func:`~.uri.connect`), the store exists
+            (without ``replace``) or Milvus refuses a write.
     """
     from pymilvus.exceptions import MilvusException
 
-    top = json.loads((Path(index_dir) / MANIFEST).read_text(encoding="utf-8"))
-    strategies = list(top["indexes"]) if "indexes" in top else [top["chunking"]["strategy"]]
+    top, indexes = _load_checked(index_dir)
     client = connect(store, create=True)
     try:
-        return _write_all(client, index_dir, store, top, strategies, replace=replace)
+        return _write_all(client, store, top, indexes, replace=replace)
     except MilvusException as exc:
         raise IndexLoadError(f"{store}: Milvus refused the write: {exc}") from None
     finally:
         client.close()
 
 
+def _load_checked(index_dir: str | Path) -> tuple[dict[str, Any], dict[str, ChunkIndex]]:
+    """The index's top manifest and each strategy's index, checked for what Milvus needs."""
+    try:
+        top = json.loads((Path(index_dir) / MANIFEST).read_text(encoding="utf-8"))
+        strategies = list(top["indexes"]) if "indexes" in top else [top["chunking"]["strategy"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise IndexLoadError(
+            f"{index_dir} is not a readable kbqa index ({type(exc).__name__}: {exc}); "
+            f"build one with `kbqa index KB --out {index_dir}`"
+        ) from None
+    indexes: dict[str, ChunkIndex] = {}
+    for strategy in strategies:
+        several = "indexes" in top
+        index = load_index(index_dir, strategy=strategy if several else None)
+        shown = Path(index_dir) / strategy if several else Path(index_dir)  # not the version dir
+        if index.dense_pending:
+            raise IndexLoadError(
+                f"{shown}: the dense part is not built yet; run "
+                f"`kbqa index --continue --out {index_dir}` first"
+            )
+        _check_bm25(index.bm25)
+        for chunk in index.chunks:
+            for field in ("doc_id", "title", "url", "text"):
+                if len(getattr(chunk, field).encode()) > MAX_VARCHAR:
+                    raise IndexLoadError(
+                        f"{shown}: chunk {chunk.chunk_id}'s {field} is over {MAX_VARCHAR} "
+                        "bytes, Milvus's VARCHAR limit; index with a smaller --chunk-size"
+                    )
+        indexes[strategy] = index
+    return top, indexes
+
+
+def _owned(store: MilvusStore, suffix: str = "") -> re.Pattern[str]:
+    """Names of the store's collections (``suffix=PENDING``: of a write under way)."""
+    return re.compile(rf"{store.collection}__(meta|[A-Za-z0-9]+__(chunks|terms)){suffix}")
+
+
+def _pending(name: str) -> str:
+    return f"{name}__{PENDING}"
+
+
 def _write_all(
     client: Any,
-    index_dir: str | Path,
     store: MilvusStore,
     top: dict[str, Any],
-    strategies: list[str],
+    indexes: dict[str, ChunkIndex],
     *,
     replace: bool,
 ) -> dict[str, int]:
-    """:func:`write_store` once connected."""
-    own = re.compile(rf"{store.collection}__(meta|[A-Za-z0-9]+__(chunks|terms))")
-    mine = [n for n in client.list_collections() if own.fullmatch(n)]
+    """:func:`write_store` once checked and connected."""
+    names = client.list_collections()
+    mine = [n for n in names if _owned(store).fullmatch(n)]
     if mine and not replace:
         raise IndexLoadError(
             f"{store} already holds collections {', '.join(sorted(mine))}; "
             "write with replace=True to overwrite them"
         )
-    for name in mine:
-        client.drop_collection(name)
+    for name in names:  # left by an interrupted write
+        if _owned(store, f"__{PENDING}").fullmatch(name):
+            client.drop_collection(name)
     meta: dict[str, str] = {"manifest": json.dumps(top, ensure_ascii=False)}
     written: dict[str, int] = {}
     files: dict[str, str] = {}
-    for strategy in strategies:
-        index = load_index(index_dir, strategy=strategy if "indexes" in top else None)
-        if index.dense_pending:
-            raise IndexLoadError(
-                f"{index.path}: the dense part is not built yet; run "
-                f"`kbqa index --continue --out {index_dir}` first"
-            )
-        meta[f"manifest/{strategy}"] = json.dumps(index.manifest, ensure_ascii=False)
-        _write_terms(client, collection_name(store, "terms", strategy), index)
-        written[strategy] = _write_chunks(client, collection_name(store, "chunks", strategy), index)
-        static = index.path / STATIC_DIR
-        if static.is_dir():
-            for f in sorted(static.iterdir()):
-                files[f"{strategy}/{STATIC_DIR}/{f.name}"] = _file_key(f, meta)
-    meta["files"] = json.dumps(files)
-    _write_meta(client, collection_name(store, META), meta)
+    made: list[str] = []  # final names, the meta collection last
+    try:
+        for strategy, index in indexes.items():
+            meta[f"manifest/{strategy}"] = json.dumps(index.manifest, ensure_ascii=False)
+            made.append(collection_name(store, "terms", strategy))
+            _write_terms(client, _pending(made[-1]), index)
+            made.append(collection_name(store, "chunks", strategy))
+            written[strategy] = _write_chunks(client, _pending(made[-1]), index)
+            static = index.path / STATIC_DIR
+            if static.is_dir():
+                for f in sorted(static.iterdir()):
+                    files[f"{strategy}/{STATIC_DIR}/{f.name}"] = _file_key(f, meta)
+        meta["files"] = json.dumps(files)
+        made.append(collection_name(store, META))
+        _write_meta(client, _pending(made[-1]), meta)
+        for name in made:
+            client.flush(_pending(name))
+    except BaseException:  # a refusal or Ctrl-C: the old collections are untouched
+        for name in made:
+            try:
+                client.drop_collection(_pending(name))
+            except Exception:  # best effort; the next write drops it
+                continue
+        raise
+    # whenever C__meta exists the set is complete: drop it first, rename its successor last
+    meta_name = collection_name(store, META)
+    for name in sorted(mine, key=lambda n: n != meta_name):
+        client.drop_collection(name)
+    for name in made:
+        client.rename_collection(_pending(name), name)
     return written
 
 
@@ -203,11 +265,7 @@ def document_rows(bm25: Any) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArra
         IndexLoadError: The index uses a BM25 variant with non-occurrence scores (BM25L,
             BM25+), which a sparse inner product cannot reproduce.
     """
-    if getattr(bm25, "nonoccurrence_array", None) is not None:
-        raise IndexLoadError(
-            f"BM25 method {bm25.method!r} scores terms a document lacks; "
-            "only the lucene/robertson/atire variants fit sparse vectors"
-        )
+    _check_bm25(bm25)
     data = np.asarray(bm25.scores["data"], dtype=np.float32)
     docs = np.asarray(bm25.scores["indices"])
     indptr = np.asarray(bm25.scores["indptr"])
@@ -218,6 +276,19 @@ def document_rows(bm25: Any) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArra
     for d in range(n_docs):
         sel = order[bounds[d] : bounds[d + 1]]
         yield terms[sel], data[sel]
+
+
+def _check_bm25(bm25: Any) -> None:
+    """Refuse a BM25 variant with non-occurrence scores (BM25L, BM25+).
+
+    Raises:
+        IndexLoadError: It has them.
+    """
+    if getattr(bm25, "nonoccurrence_array", None) is not None:
+        raise IndexLoadError(
+            f"BM25 method {bm25.method!r} scores terms a document lacks; "
+            "only the lucene/robertson/atire variants fit sparse vectors"
+        )
 
 
 def _write_chunks(client: Any, name: str, index: ChunkIndex) -> int:
@@ -241,13 +312,6 @@ def _write_chunks(client: Any, name: str, index: ChunkIndex) -> int:
     client.create_collection(name, schema=schema, index_params=params)
     rows: list[dict[str, Any]] = []
     for chunk, (terms, weights) in zip(index.chunks, document_rows(index.bm25), strict=True):
-        for field in ("doc_id", "title", "url", "text"):
-            if len(getattr(chunk, field).encode()) > MAX_VARCHAR:
-                raise IndexLoadError(
-                    f"{index.path}: chunk {chunk.chunk_id}'s {field} is over "
-                    f"{MAX_VARCHAR} bytes, Milvus's VARCHAR limit; index with "
-                    "a smaller --chunk-size"
-                )
         sparse = dict(zip(terms.tolist(), weights.tolist(), strict=True)) or {EMPTY_TERM: 1.0}
         row: dict[str, Any] = {
             "chunk_id": chunk.chunk_id,
@@ -280,11 +344,19 @@ def read_meta(client: Any, store: MilvusStore, keys: list[str]) -> dict[str, str
     """Values of ``keys`` in the store's meta collection (missing keys are left out).
 
     Raises:
-        IndexLoadError: The store has no meta collection (nothing was written under that name).
+        IndexLoadError: The store has no meta collection: nothing was written under that name,
+            or a write was interrupted while swapping its collections in.
     """
     name = collection_name(store, META)
     if not client.has_collection(name):
-        held = sorted({n.split("__")[0] for n in client.list_collections() if "__" in n})
+        names = client.list_collections()
+        if any(_owned(store, f"(__{PENDING})?").fullmatch(n) for n in names):
+            raise IndexLoadError(
+                f"{store}: the collection set of {store.collection!r} is incomplete ({name} "
+                "is missing): a write was interrupted; write it again (`kbqa index --out "
+                f"INDEX_DIR --store {store}`)"
+            )
+        held = sorted(n.removesuffix(f"__{META}") for n in names if n.endswith(f"__{META}"))
         hint = f"; it holds {', '.join('#' + h for h in held)}" if held else ""
         raise IndexLoadError(
             f"{store}: no kbqa index named {store.collection!r} in this Milvus "

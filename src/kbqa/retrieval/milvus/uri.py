@@ -12,8 +12,10 @@ key), never from the URI, so a token does not end up in shell history, logs or m
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,8 +69,9 @@ def parse_store_uri(location: str) -> MilvusStore:
         The store; a Lite path is made absolute (it is not required to exist here).
 
     Raises:
-        IndexLoadError: Not a ``milvus://`` URI, nothing after the scheme, a path that is not a
-            ``.db`` file, or a collection name Milvus would refuse.
+        IndexLoadError: Not a ``milvus://`` URI, nothing after the scheme, a server address
+            without a host, a path that is not a ``.db`` file (or is only the extension), or a
+            collection name Milvus would refuse.
     """
     if not is_milvus_uri(location):
         raise IndexLoadError(f"{location!r} is not a milvus:// URI")
@@ -85,6 +88,11 @@ def parse_store_uri(location: str) -> MilvusStore:
             "then letters, digits or _, at most 128 characters)"
         )
     if rest.startswith(("http://", "https://")):
+        if not rest.partition("://")[2].strip("/"):
+            raise IndexLoadError(
+                f"{location!r}: the server address {rest!r} has no host; "
+                "give milvus://http://HOST:PORT"
+            )
         return MilvusStore(rest.rstrip("/"), name)
     if "://" in rest:
         raise IndexLoadError(
@@ -96,7 +104,62 @@ def parse_store_uri(location: str) -> MilvusStore:
             f"{location!r}: a Milvus Lite store is a file whose name ends in .db (got {rest!r}); "
             "a server is milvus://http://HOST:PORT"
         )
+    if Path(rest).name == ".db":
+        raise IndexLoadError(
+            f"{location!r}: the Milvus Lite file name {rest!r} is only the extension; "
+            "give it a name, e.g. milvus://kb.db"
+        )
     return MilvusStore(str(Path(rest).expanduser().resolve()), name)
+
+
+def check_lite_path(store: MilvusStore, *, create: bool) -> None:
+    """Refuse a Milvus Lite path that cannot be opened, before Milvus Lite touches it.
+
+    Args:
+        store: A Lite store (a server store is not checked).
+        create: Writing: the store may be new, and its folder must be writable.
+
+    Raises:
+        IndexLoadError: The path is a file (milvus-lite 3 keeps a store as a folder: a file is
+            not a Milvus Lite store, and is left unchanged), the store does not exist (reading),
+            or its folder does not exist or is not writable (writing).
+    """
+    if not store.is_lite:
+        return
+    path = Path(store.uri)
+    if path.exists() and not path.is_dir():
+        raise IndexLoadError(
+            f"{path} is not a Milvus Lite store (a Milvus Lite store is a folder; this is a "
+            "file): pick another path"
+        )
+    if not create:
+        if not path.exists():
+            raise IndexLoadError(
+                f"no Milvus Lite store at {path} (write one with `kbqa index KB --store "
+                f"milvus://{path}`)"
+            )
+        return
+    if not path.parent.is_dir():
+        raise IndexLoadError(f"{store}: folder {path.parent} does not exist")
+    for folder in (path, path.parent) if path.exists() else (path.parent,):
+        try:  # a real write: os.access says yes to root on a read-only mount or folder
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as exc:
+            raise IndexLoadError(
+                f"{store}: folder {folder} is not writable ({exc.strerror or exc})"
+            ) from None
+
+
+def _quiet_lite_grpc() -> None:
+    """Silence the ``grpc._server`` logger for Milvus Lite, which serves pymilvus in process.
+
+    pymilvus 3.0.2 asks milvus-lite 3.2.2 for ``AllocTimestamp``, which milvus-lite does not
+    implement: grpc logs ``ERROR grpc._server: Exception calling application: Method not
+    implemented!`` with a traceback on every write, although the write succeeds (pymilvus
+    falls back). Only CRITICAL records of that logger are kept.
+    """
+    logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
 
 
 def connect(store: MilvusStore, *, create: bool = False) -> Any:
@@ -107,9 +170,10 @@ def connect(store: MilvusStore, *, create: bool = False) -> Any:
             Milvus Lite would otherwise create empty.
 
     Raises:
-        IndexLoadError: pymilvus (or milvus-lite, for a ``.db`` store) is not installed, the
-            Lite file does not exist (reading) or its folder does not (writing), or the server
-            cannot be reached.
+        IndexLoadError: pymilvus (or milvus-lite, for a ``.db`` store) is not installed; the
+            Lite path is a file, not a Milvus Lite store; the Lite store does not exist
+            (reading) or its folder does not exist or is not writable (writing); Milvus Lite
+            cannot open the store; or the server cannot be reached.
     """
     try:
         from pymilvus import MilvusClient
@@ -122,15 +186,17 @@ def connect(store: MilvusStore, *, create: bool = False) -> Any:
             raise IndexLoadError(
                 f"{store} is a Milvus Lite file, which needs milvus-lite: {EXTRA_HINT}"
             ) from None
-        path = Path(store.uri)
-        if not create and not path.exists():
+        check_lite_path(store, create=create)
+        _quiet_lite_grpc()
+        try:
+            return MilvusClient(uri=store.uri)
+        except Exception as exc:  # pymilvus: ConnectionConfigException "Open local milvus failed"
+            why = getattr(exc, "message", None) or str(exc)
             raise IndexLoadError(
-                f"no Milvus Lite store at {path} (write one with `kbqa index KB --store "
-                f"milvus://{path}`)"
-            )
-        if create and not path.parent.is_dir():
-            raise IndexLoadError(f"{store}: folder {path.parent} does not exist")
-        return MilvusClient(uri=store.uri)
+                f"cannot open the Milvus Lite store {store.uri} ({why}): is it a Milvus Lite "
+                "store, is its folder writable, and is no other process using it? A Lite store "
+                "serves one process at a time; for several, use a Milvus server (docs/milvus.md)"
+            ) from None
     try:
         return MilvusClient(uri=store.uri, token=os.environ.get(TOKEN_ENV, ""))
     except Exception as exc:  # pymilvus raises MilvusException or grpc errors

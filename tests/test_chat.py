@@ -37,7 +37,7 @@ def spawn(index: Path, db: Path, *extra: str, model: str) -> pexpect.spawn:
 
 def thread_of(child: pexpect.spawn, db: Path | None = None) -> str:
     # the banner's resume command names the same index and thread store
-    child.expect(r"resume it with: kbqa chat --index \S+ --thread (\w+) --db (\S+)\r?\n")
+    child.expect(r"resume it with: \S*kbqa chat --index \S+ --thread (\w+) --db (\S+)\r?\n")
     if db is not None:
         assert child.match.group(2) == str(db)
     return str(child.match.group(1))

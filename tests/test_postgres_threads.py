@@ -162,7 +162,7 @@ def test_two_concurrent_chats_keep_their_own_threads_across_restarts(
     second = _spawn(both_index, pg_db, model="fake/script:" + "|".join(THREAD_B.values()))
     threads = []
     for child in (first, second):
-        child.expect(r"resume it with: kbqa chat --index \S+ --thread (\w+) --db \S+\r?\n")
+        child.expect(r"resume it with: \S*kbqa chat --index \S+ --thread (\w+) --db \S+\r?\n")
         threads.append(str(child.match.group(1)))
         child.expect(PROMPT)
     a, b = threads
@@ -438,6 +438,9 @@ def test_the_resume_command_keeps_the_store_and_drops_the_password() -> None:
 
     shown = _resume_command("idx", "postgresql://kb:s3cret@127.0.0.1:5433/chat", "t1")
     assert shown == "kbqa chat --index idx --thread t1 --db postgresql://kb@127.0.0.1:5433/chat"
+    # the other parameters keep their own encoding (libpq reads no "+" as a space)
+    odd = "postgresql://kb@h/db?application_name=a%20b&password=s3cret&options=-c%20x%3Dy"
+    assert redact(odd) == "postgresql://kb@h/db?application_name=a%20b&options=-c%20x%3Dy"
     assert _resume_command("milvus://kb.db", "my chats.sqlite", "t2") == (
         "kbqa chat --index milvus://kb.db --thread t2 --db 'my chats.sqlite'"
     )

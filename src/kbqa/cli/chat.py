@@ -315,7 +315,8 @@ def _resume_command(index: str, db: str | None, thread: str) -> str:
     ``~/.pgpass``)."""
     import shlex
 
-    words = ["kbqa", "chat", "--index", index, "--thread", thread]
+    program = sys.argv[0] if Path(sys.argv[0]).name == "kbqa" else "kbqa"  # .venv/bin/kbqa
+    words = [program, "chat", "--index", index, "--thread", thread]
     if db is not None:
         words += ["--db", _store(db)]
     return shlex.join(words)

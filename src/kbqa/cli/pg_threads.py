@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit
+from urllib.parse import unquote, unquote_plus, urlsplit
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -70,8 +70,9 @@ def redact(url: str) -> str:
     prefix, user, _, rest = _split(url)
     where, mark, query = rest.partition("?")
     if mark:
-        kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "password"]
-        where += f"?{urlencode(kept)}" if kept else ""
+        # drop the password= items as written, so the others keep their own encoding
+        kept = [p for p in query.split("&") if unquote(p.partition("=")[0]) != "password"]
+        where += f"?{'&'.join(kept)}" if kept else ""
     return prefix + (f"{user}@" if user is not None else "") + where
 
 

@@ -165,8 +165,8 @@ class ServerChatModel(BaseChatModel):
             )
         except Exception as exc:
             raise ModelError(
-                f"the server at {self.base_url} refused a request for log-probabilities "
-                f"({type(exc).__name__}: {exc}); {fix}"
+                f"the server at {self.base_url} failed a request for log-probabilities "
+                f"({type(exc).__name__}: {exc}); if it answers other requests, {fix}"
             ) from exc
         info = result.generations[0][0].generation_info or {}
         top = ((info.get("logprobs") or {}).get("top_logprobs") or [{}])[0] or {}

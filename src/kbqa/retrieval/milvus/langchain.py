@@ -28,7 +28,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_milvus.utils.sparse import BaseSparseEmbedding
 
 from kbqa.retrieval.milvus.retriever import MilvusRetriever, open_milvus_retriever
-from kbqa.retrieval.milvus.store import EMPTY_TERM
+from kbqa.retrieval.milvus.sparse import EMPTY_TERM
 from kbqa.retrieval.milvus.uri import TOKEN_ENV
 
 

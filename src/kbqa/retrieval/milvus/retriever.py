@@ -41,7 +41,8 @@ from kbqa.retrieval.fusion import (
     weighted_fusion,
 )
 from kbqa.retrieval.index import FORMAT_VERSION
-from kbqa.retrieval.milvus.store import EMPTY_TERM, collection_name, read_files, read_meta
+from kbqa.retrieval.milvus.sparse import EMPTY_TERM
+from kbqa.retrieval.milvus.store import collection_name, read_files, read_meta
 from kbqa.retrieval.milvus.uri import MilvusStore, connect, parse_store_uri
 from kbqa.retrieval.retriever import CANDIDATE_POOL, RetrievedChunk, pad_hits
 from kbqa.retrieval.tokenizer import TERMS_WORDS, TERMS_WORDS_NGRAMS, tokenize, with_ngrams

@@ -10,7 +10,7 @@ An index directory becomes, for a base name ``C`` (:class:`~.uri.MilvusStore`)::
     C__<strategy>__terms   BM25 term -> bm25s term id (the sparse vectors' dimensions)
 
 Every strategy of a ``--strategy both`` directory gets its chunks and terms collections (the
-graph's fallback opens ``precision``). The sparse vectors are bm25s's own precomputed scores,
+graph's fallback opens ``precision``). The sparse vectors (:mod:`.sparse`) are bm25s's own scores,
 so a Milvus inner product over them is the in-process BM25 score (same float32 weights).
 
 Term ids are bm25s's vocabulary ids, not a hash of the term: on bnwiki (359,560 terms: words
@@ -31,11 +31,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from kbqa.errors import IndexLoadError
 from kbqa.retrieval.index import MANIFEST, ChunkIndex, load_index
+from kbqa.retrieval.milvus.sparse import EMPTY_TERM, check_bm25, document_rows
 from kbqa.retrieval.milvus.uri import MilvusStore, connect
 from kbqa.retrieval.static import STATIC_DIR
 
@@ -48,9 +46,6 @@ PIECE_BYTES = 48_000
 """Raw bytes of a file per meta row (base64: 64,000 characters, under :data:`MAX_VARCHAR`)."""
 INSERT_BATCH = 500
 """Rows per insert call (a chunk row is a few KiB of text plus its sparse vector)."""
-EMPTY_TERM = 2**31 - 1
-"""Sparse dimension given to a chunk with no BM25 term (Milvus refuses an empty sparse vector);
-no term id maps to it, so no query reaches it through BM25."""
 DUMMY_DIM = 2
 """Milvus wants a vector field in every collection; the meta and terms ones get this one."""
 PENDING = "writing"
@@ -126,7 +121,7 @@ def _load_checked(index_dir: str | Path) -> tuple[dict[str, Any], dict[str, Chun
                 f"{shown}: the dense part is not built yet; run "
                 f"`kbqa index --continue --out {index_dir}` first"
             )
-        _check_bm25(index.bm25)
+        check_bm25(index.bm25)
         for chunk in index.chunks:
             for field in ("doc_id", "title", "url", "text"):
                 if len(getattr(chunk, field).encode()) > MAX_VARCHAR:
@@ -250,45 +245,6 @@ def _write_terms(client: Any, name: str, index: ChunkIndex) -> None:
     rows = [{"term": t, "term_id": int(i), "_v": [0.0] * DUMMY_DIM} for t, i in vocab.items()]
     for batch in _batches(rows, 5000):
         client.insert(name, batch)
-
-
-def document_rows(bm25: Any) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
-    """Each document's row of bm25s's BM25 score matrix, in document order.
-
-    bm25s stores the matrix by term (CSC: ``data``, ``indices`` = document ids, ``indptr`` per
-    term id); this transposes it.
-
-    Yields:
-        ``(term_ids, weights)`` per document: int64 and float32 arrays of equal length.
-
-    Raises:
-        IndexLoadError: The index uses a BM25 variant with non-occurrence scores (BM25L,
-            BM25+), which a sparse inner product cannot reproduce.
-    """
-    _check_bm25(bm25)
-    data = np.asarray(bm25.scores["data"], dtype=np.float32)
-    docs = np.asarray(bm25.scores["indices"])
-    indptr = np.asarray(bm25.scores["indptr"])
-    n_docs = int(bm25.scores["num_docs"])
-    terms = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
-    order = np.argsort(docs, kind="stable")
-    bounds = np.searchsorted(docs[order], np.arange(n_docs + 1))
-    for d in range(n_docs):
-        sel = order[bounds[d] : bounds[d + 1]]
-        yield terms[sel], data[sel]
-
-
-def _check_bm25(bm25: Any) -> None:
-    """Refuse a BM25 variant with non-occurrence scores (BM25L, BM25+).
-
-    Raises:
-        IndexLoadError: It has them.
-    """
-    if getattr(bm25, "nonoccurrence_array", None) is not None:
-        raise IndexLoadError(
-            f"BM25 method {bm25.method!r} scores terms a document lacks; "
-            "only the lucene/robertson/atire variants fit sparse vectors"
-        )
 
 
 def _write_chunks(client: Any, name: str, index: ChunkIndex) -> int:

@@ -233,6 +233,51 @@ def test_a_chat_waiting_for_the_setup_does_not_deadlock_with_its_create_index(
     threads.close()
 
 
+def test_a_chat_reads_the_tables_only_after_the_setup_of_another(pg_db: str) -> None:
+    # CI saw a chat refuse the database as another program's ("it records version 1, but there
+    # is no checkpoints") while a second chat was halfway through PostgresSaver.setup: the check
+    # read the table list before that chat created checkpoints and the migration count after.
+    # Here the halfway view is held still under the setup lock; the chat must wait for the lock
+    # and only then look.
+    import threading
+
+    import psycopg
+
+    from kbqa.cli.pg_threads import PostgresThreads, lock_key
+
+    with psycopg.connect(pg_db, autocommit=True) as other:
+        other.execute("select pg_advisory_lock(%s)", (lock_key("setup"),))
+        other.execute("create table checkpoint_migrations (v integer primary key)")
+        other.execute("insert into checkpoint_migrations values (0), (1)")  # checkpoints not yet
+        opened: list[Any] = []
+        failed: list[BaseException] = []
+
+        def open_() -> None:
+            try:
+                opened.append(PostgresThreads(pg_db))
+            except BaseException as exc:  # reported below
+                failed.append(exc)
+
+        waiting = threading.Thread(target=open_)
+        waiting.start()
+        waiting.join(1.0)
+        assert not failed, failed  # refused before the fix
+        assert waiting.is_alive()
+        other.execute(
+            "create table checkpoints (thread_id text not null, checkpoint_ns text not null "
+            "default '', checkpoint_id text not null, parent_checkpoint_id text, type text, "
+            "checkpoint jsonb not null, metadata jsonb not null default '{}', "
+            "primary key (thread_id, checkpoint_ns, checkpoint_id))"
+        )
+        other.execute("select pg_advisory_unlock(%s)", (lock_key("setup"),))
+        waiting.join(30)
+    assert not failed, failed
+    assert not waiting.is_alive() and len(opened) == 1
+    rows = _sql(pg_db, "select max(v) as v from checkpoint_migrations")
+    assert rows[0]["v"] > 1  # it went on with the setup from where the other chat left it
+    opened[0].close()
+
+
 def test_a_thread_is_open_in_one_chat_at_a_time(both_index: Path, pg_db: str) -> None:
     done = _chat(both_index, pg_db, "--json", stdin=f"{DHAKA}\n/quit\n")
     assert done.returncode == 0, done.stderr

@@ -177,11 +177,13 @@ class PostgresThreads:
             problem = connect_problem(exc, self._hidden)
             raise ValueError(f"--db {self.where}: {problem}") from None
         try:
-            self._refuse_foreign_tables()
             self._saver = PostgresSaver(self.conn)
             self.checkpointer: BaseCheckpointSaver[Any] = self._saver
+            # The check runs under the setup lock: outside it, it can read the tables of a chat
+            # halfway through its setup and take them for another program's.
             self._wait_for_setup_lock()
             try:
+                self._refuse_foreign_tables()
                 self._saver.setup()
             finally:
                 self.conn.execute("select pg_advisory_unlock(%s)", (lock_key("setup"),))
@@ -224,7 +226,8 @@ class PostgresThreads:
         """Refuse a database whose LangGraph tables are another program's: one without
         LangGraph's columns (:data:`LANGGRAPH_COLUMNS`), a ``checkpoints`` table beside no
         ``checkpoint_migrations``, or migrations recorded for tables that are not there
-        (``setup`` would fail halfway, or write beside them). Runs before ``setup``, so a
+        (``setup`` would fail halfway, or write beside them). Runs under the setup lock (a chat
+        halfway through its setup is not taken for another program) and before ``setup``, so a
         refused database is left as it was.
 
         Raises:

@@ -410,3 +410,44 @@ def test_a_rebuilt_index_is_not_resumed_into(kb_file: Path, qa_file: Path, tmp_p
     (idx / "manifest.json").write_text(json.dumps(manifest))
     code, text = fake_eval(qa_file, idx, run_dir, "--model", "fake/abstain", "--limit", "2")
     assert code == 2 and "index.created" in text
+
+
+def test_a_disjoint_sample_shares_no_question_with_the_other() -> None:
+    from kbqa.evals.datasets import Question, select
+
+    qs = [Question(qid=f"q{i}", question=f"question {i}?", answers=["a"], doc_id=None,
+                   answerable=True, qtype=None) for i in range(40)]  # fmt: skip
+    first = {q.qid for q in select(qs, sample=15, seed=0)}
+    second = [q.qid for q in select(qs, sample=15, seed=1, disjoint_from=[0])]
+    assert len(second) == len(set(second)) == 15 and not first & set(second)
+    assert second != [q.qid for q in select(qs, sample=15, seed=1)]  # seed 1 alone overlaps
+    assert {q.qid for q in select(qs, sample=15, seed=1)} & first
+    third = {q.qid for q in select(qs, sample=10, seed=2, disjoint_from=[0, 1])}
+    assert not third & first and not third & {q.qid for q in select(qs, sample=10, seed=1)}
+    with pytest.raises(ValueError, match="needs --sample"):
+        select(qs, seed=1, disjoint_from=[0])
+    with pytest.raises(ValueError, match="own --seed"):
+        select(qs, sample=5, seed=1, disjoint_from=[1])
+
+
+def test_disjoint_from_on_the_command_line(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
+    base = ["eval", "run", str(qa_file), "--index", str(tiny_index), "--embedder", "fake/hash",
+            "--model", "fake/first-sentence", "--sample", "3", "--no-report"]  # fmt: skip
+    env = {"HF_HUB_OFFLINE": "1"}
+    done = runner.invoke(app, [*base, "--out", str(tmp_path / "a")], env=env)
+    assert done.exit_code == 0, done.output
+    done = runner.invoke(
+        app, [*base, "--seed", "1", "--disjoint-from", "0", "--out", str(tmp_path / "b")], env=env
+    )
+    assert done.exit_code == 0, done.output
+
+    def qids(run: str) -> set[str]:
+        lines = (tmp_path / run / RECORDS_FILE).read_text(encoding="utf-8").splitlines()
+        return {json.loads(x)["qid"] for x in lines}
+
+    assert len(qids("a")) == len(qids("b")) == 3 and not qids("a") & qids("b")
+    config = json.loads((tmp_path / "b" / "config.json").read_text(encoding="utf-8"))
+    assert config["disjoint_from"] == [0]
+    bad = runner.invoke(app, [*base, "--disjoint-from", "zero", "--out", str(tmp_path / "c")])
+    assert bad.exit_code == 2 and "--disjoint-from takes comma-separated seeds" in bad.output
+    assert not (tmp_path / "c").exists()

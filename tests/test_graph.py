@@ -48,6 +48,42 @@ def test_retry_uses_the_wider_pool(tiny_index: Path) -> None:
     assert len(out["retrieved"]) == 4
 
 
+def test_retry_puts_the_passages_not_yet_read_first(tiny_index: Path) -> None:
+    question = "বাংলাদেশের রাজধানী কোথায়?"
+    first = graph.invoke(
+        {"question": question}, context=ctx(tiny_index, "fake/abstain", k=2, max_retries=0,
+                                            pad_previous=False, cross_check="off"),
+    )  # fmt: skip
+    read = first["context_chunk_ids"]
+    assert len(read) == 2
+    settings = {"k": 2, "retry_k": 5, "pad_previous": False, "cross_check": "off"}
+    plain = graph.invoke(
+        {"question": question},
+        context=ctx(tiny_index, "fake/abstain", retry_unread_first=False, **settings),
+    )
+    assert [r["chunk_id"] for r in plain["retrieved"]][:2] == read  # HybridRAG-BN: same top
+    out = graph.invoke({"question": question}, context=ctx(tiny_index, "fake/abstain", **settings))
+    ids = [r["chunk_id"] for r in out["retrieved"]]
+    assert sorted(ids) == sorted(r["chunk_id"] for r in plain["retrieved"])  # same pool
+    assert ids[-2:] == read and not set(ids[:3]) & set(read)  # what was read goes last
+    assert [r["rank"] for r in out["retrieved"]] == [1, 2, 3, 4, 5]
+
+
+def test_unread_first_moves_a_hit_with_its_padding() -> None:
+    from kbqa.nodes.retry import unread_first
+
+    def rec(chunk_id: int, rank: int, padding: bool = False) -> dict[str, object]:
+        return {"chunk_id": chunk_id, "doc_id": "d", "score": 1.0 / rank, "rank": rank,
+                "is_padding": padding}  # fmt: skip
+
+    records = [rec(9, 1, True), rec(10, 1), rec(4, 2), rec(6, 3, True), rec(7, 3), rec(1, 4)]
+    out = unread_first(records, {9, 10, 6})  # 6 was read, its hit 7 was not
+    assert [(r["chunk_id"], r["rank"], r["is_padding"]) for r in out] == [
+        (4, 1, False), (6, 2, True), (7, 2, False), (1, 3, False), (9, 4, True), (10, 4, False),
+    ]  # fmt: skip
+    assert unread_first(records, set()) == records  # nothing read: the order is kept
+
+
 def test_answer_after_retry_is_attributed_to_retry(tiny_index: Path) -> None:
     out = graph.invoke(
         {"question": "বাংলাদেশের রাজধানী কোথায়?"},

@@ -16,8 +16,8 @@ OWN_OPTIONS = {
     "ask": {"question", "as_json", "verbose"},
     "chat": {"thread", "db", "as_json"},
     "eval run": {
-        "questions", "limit", "sample", "seed", "out", "overwrite", "ablate", "models",
-        "max_concurrency", "dataset_name", "report",
+        "questions", "limit", "sample", "seed", "disjoint_from", "out", "overwrite", "ablate",
+        "models", "max_concurrency", "dataset_name", "report",
     },
     "eval generate": {"n", "out", "seed", "overwrite"},
 }  # fmt: skip

@@ -101,6 +101,14 @@ class Context:
     retry_k: int = field(
         default=10, metadata={"description": "Chunks retrieved on retry after an abstention."}
     )
+    retry_unread_first: bool = field(
+        default=True,
+        metadata={
+            "description": "On retry, rank the passages the reader has not read yet first, so "
+            "that the prompt budget drops the ones it has (False: HybridRAG-BN's plain top "
+            "retry_k)."
+        },
+    )
     max_retries: int = field(
         default=1, metadata={"description": "Retries after an abstention (HybridRAG-BN: 1)."}
     )

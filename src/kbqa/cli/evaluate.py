@@ -59,6 +59,13 @@ def eval_run(
         int | None, typer.Option(help="Evaluate a random sample of N questions.")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed for --sample.")] = 0,
+    disjoint_from: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated seeds whose --sample of the same size this one leaves out, "
+            "so the two share no question (a second sample for a choice tuned on the first)."
+        ),
+    ] = "",
     out: Annotated[
         Path | None,
         typer.Option(
@@ -106,6 +113,10 @@ def eval_run(
         fail(f"--max-concurrency must be >= 1, got {max_concurrency}")
     if ablate and models is not None:
         fail("use --ablate or --models, not both")
+    try:
+        others = [int(s) for s in disjoint_from.split(",") if s.strip()]
+    except ValueError:
+        fail(f"--disjoint-from takes comma-separated seeds (whole numbers), got {disjoint_from!r}")
     ctx = make_context(settings)
     run_dir = out or _default_run_dir(questions, ctx.model, ablate, models, Path(ctx.index_dir))
     if ctx.use_llm and models is None:
@@ -124,7 +135,7 @@ def eval_run(
                 "evaluating all of them",
                 err=True,
             )
-        qs = select(all_qs, limit=limit, sample=sample, seed=seed)
+        qs = select(all_qs, limit=limit, sample=sample, seed=seed, disjoint_from=others)
         if models is not None:
             shared = [
                 str(questions),
@@ -134,13 +145,20 @@ def eval_run(
                 str(max_concurrency),
             ]
             shared += ["--sample", str(sample)] if sample else []
+            shared += ["--disjoint-from", disjoint_from] if others else []
             shared += ["--limit", str(limit)] if limit else []
             shared += ["--overwrite"] if overwrite else []
             shared += [] if report else ["--no-report"]
             _compare_models(models, settings, shared, run_dir, report=report)
             return
         config = run_config(
-            questions, source_sha256(questions), ctx, sample=sample, limit=limit, seed=seed
+            questions,
+            source_sha256(questions),
+            ctx,
+            sample=sample,
+            limit=limit,
+            seed=seed,
+            disjoint_from=others,
         )
         from kbqa.evals.ablation import ABLATION_KEYS, llm_cache, run_ablations
         from kbqa.evals.report import markdown_table

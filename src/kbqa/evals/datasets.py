@@ -15,6 +15,7 @@ import datetime as dt
 import difflib
 import random
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -177,9 +178,35 @@ def _parse_question(obj: dict[str, Any] | InputError, p: Path, lineno: int) -> Q
 
 
 def select(
-    questions: list[Question], *, limit: int | None = None, sample: int | None = None, seed: int = 0
+    questions: list[Question],
+    *,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    disjoint_from: Sequence[int] = (),
 ) -> list[Question]:
-    """A seeded random sample (``sample``), then the first ``limit``."""
+    """A seeded random sample (``sample``), then the first ``limit``.
+
+    ``disjoint_from``: seeds whose samples of the same size (drawn from all of ``questions``)
+    are left out before this one is drawn, so that a second sample shares no question with the
+    first (``--sample 300 --seed 1 --disjoint-from 0``).
+
+    Raises:
+        ValueError: ``disjoint_from`` without ``sample``, or it holds ``seed`` itself.
+    """
+    if disjoint_from:
+        if sample is None:
+            raise ValueError("--disjoint-from needs --sample (it leaves out other samples)")
+        if seed in disjoint_from:
+            raise ValueError(f"--disjoint-from {seed} is this run's own --seed")
+        taken: set[int] = set()
+        for other in dict.fromkeys(disjoint_from):
+            if sample < len(questions):
+                picked = random.Random(other).sample(range(len(questions)), sample)
+            else:
+                picked = list(range(len(questions)))
+            taken.update(picked)
+        questions = [q for i, q in enumerate(questions) if i not in taken]
     if sample is not None and sample < len(questions):
         questions = random.Random(seed).sample(questions, sample)
     return questions[:limit] if limit is not None else questions

@@ -52,6 +52,7 @@ def run_config(
     sample: int | None = None,
     limit: int | None = None,
     seed: int = 0,
+    disjoint_from: list[int] | None = None,
 ) -> dict[str, Any]:
     """What identifies a run: a re-run resumes only when this is unchanged.
 
@@ -64,6 +65,7 @@ def run_config(
         "sample": sample,
         "limit": limit,
         "seed": seed,
+        **({"disjoint_from": disjoint_from} if disjoint_from else {}),
         "context": ctx.settings(),
         "index": index_identity(ctx.index_dir),
     }

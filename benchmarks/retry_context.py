@@ -37,10 +37,14 @@ def after(record: dict[str, Any], stage: str) -> dict[str, Any] | None:
     return entries[-1] if entries else None
 
 
+def retried_(record: dict[str, Any]) -> bool:
+    return "retry" in record["route"]
+
+
 def write_subset(run: str, out: Path) -> None:
     loaded = load_run(run)
     config = json.loads((Path(run) / "config.json").read_text(encoding="utf-8"))
-    retried = {r["qid"] for r in loaded.records if r.get("retries")}
+    retried = {r["qid"] for r in loaded.records if retried_(r)}
     lines = Path(config["questions"]).read_text(encoding="utf-8").splitlines()
     kept = [x for x in lines if x.strip() and json.loads(x).get("qid") in retried]
     out.write_text("".join(x + "\n" for x in kept), encoding="utf-8")

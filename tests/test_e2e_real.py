@@ -74,11 +74,11 @@ def test_real_gemma_answers_bangla_questions(
     bangla_slice: tuple[Path, Path], tmp_path: Path
 ) -> None:
     index, qa = bangla_slice
-    # the full graph with Gemma as its own verifier (switched on: it is off by default) and
-    # the cross-check (no web: conftest switches it off; no precision index here, so the
-    # fallback records itself unavailable)
+    # the full graph with Gemma as its own verifier, the retry and the fallback (switched on:
+    # they are off by default) and the cross-check (no web: conftest switches it off; no
+    # precision index here, so the fallback records itself unavailable)
     ctx = Context(index_dir=str(index), model="gemma3-270m", verifier_model="gemma3-270m",
-                  verify=True)  # fmt: skip
+                  verify=True, max_retries=1, fallback=True)  # fmt: skip
     result = evaluate_questions(load_questions(qa), ctx, tmp_path / "run", progress=False)
     s = result.summary
     print(json.dumps(s, ensure_ascii=False, indent=1))

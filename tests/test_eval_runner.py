@@ -168,7 +168,7 @@ def test_ablation_table_and_llm_cache(tiny_index: Path, qa_file: Path, tmp_path:
     calls = model.calls  # type: ignore[attr-defined]
     res = runner.invoke(app, ["eval", str(qa_file), "--index", str(tiny_index), "--embedder",
                               "fake/hash", "--model", "fake/first-sentence", "--out",
-                              str(run_dir), "--ablate"])  # fmt: skip
+                              str(run_dir), "--ablate", "--max-retries", "1"])  # fmt: skip
     assert res.exit_code == 0, res.output
     rows = json.loads((run_dir / "ablation.json").read_text())
     # identical prompts are answered from the cache: far fewer calls than runs x questions

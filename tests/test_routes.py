@@ -55,7 +55,8 @@ def script(*answers: str) -> str:
 def run(index: Path, model: str, **kw: object) -> dict:
     """The graph on ``QUESTION``; the cross-check is off unless a test turns it on, so each
     test's script spells out the other stages (the cross-check's tests are below)."""
-    settings: dict[str, object] = {"web_search": "test-down", "cross_check": "off", "verify": True}
+    settings: dict[str, object] = {"web_search": "test-down", "cross_check": "off", "verify": True,
+                                   "max_retries": 1, "fallback": True}  # fmt: skip
     ctx = Context(index_dir=str(index), embedder="fake/hash", model=model, **settings | kw)  # type: ignore[arg-type]
     return dict(graph.invoke({"question": QUESTION}, context=ctx))
 
@@ -254,7 +255,7 @@ def test_the_cross_check_keeps_an_abstention_its_context_does_not_answer(
     both_index: Path,
 ) -> None:
     ctx = Context(index_dir=str(both_index), embedder="fake/hash", model=script(ABST, ABST),
-                  web_search="test-down", fallback=False)  # fmt: skip
+                  web_search="test-down", max_retries=1)  # fmt: skip
     out = graph.invoke({"question": UNSUPPORTED}, context=ctx)
     assert out["route"] == [*HEAD, *RETRY, "cross_check", "cross_check: kept abstention",
                             "web_search", "web: unavailable", "finalize"]  # fmt: skip
@@ -282,7 +283,8 @@ def test_switches_remove_their_nodes(both_index: Path) -> None:
 
 def test_worst_case_route_is_far_below_the_recursion_limit(both_index: Path) -> None:
     ctx = Context(index_dir=str(both_index), embedder="fake/hash", model=script(ABST),
-                  max_retries=MAX_RETRIES, web_search="test-down", verify=True)  # fmt: skip
+                  max_retries=MAX_RETRIES, web_search="test-down", verify=True,
+                  fallback=True)  # fmt: skip
     # a question the context does not support: the cross-check keeps the abstention
     out = graph.invoke({"question": UNSUPPORTED}, context=ctx, config={"recursion_limit": 25})
     nodes = [r for r in out["route"] if ": " not in r]
@@ -392,3 +394,12 @@ def test_without_a_context_the_defaults_are_used() -> None:
     from kbqa.nodes.common import context_of
 
     assert context_of(SimpleNamespace(context=None)) == Context()
+
+
+def test_the_default_graph_neither_retries_nor_falls_back(both_index: Path) -> None:
+    # Both lowered more answers than they raised on BanglaRQA validation (docs/finetune.md).
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", model=script(ABST),
+                  web_search="off")  # fmt: skip
+    out = graph.invoke({"question": UNSUPPORTED}, context=ctx)
+    assert out["route"] == [*HEAD, "cross_check", "cross_check: kept abstention", "finalize"]
+    assert out["retries"] == 0 and out["abstained"]

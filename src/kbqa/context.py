@@ -110,7 +110,12 @@ class Context:
         },
     )
     max_retries: int = field(
-        default=1, metadata={"description": "Retries after an abstention (HybridRAG-BN: 1)."}
+        default=0,
+        metadata={
+            "description": "Retries after an abstention (HybridRAG-BN: 1). Off by default: on "
+            "BanglaRQA validation it turned more correct abstentions into wrong answers than "
+            "it found answers (docs/finetune.md, every stage measured)."
+        },
     )
     bm25_weight: float = field(
         default=BM25_WEIGHT, metadata={"description": "Weight of BM25 in fusion (0 = off)."}
@@ -188,10 +193,12 @@ class Context:
         default=30, metadata={"description": "Most tokens the verifier may generate (paper: 30)."}
     )
     fallback: bool = field(
-        default=True,
+        default=False,
         metadata={
             "description": "On abstention, answer again from the index's precision sub-index "
-            "(`kbqa index --strategy both`)."
+            "(`kbqa index --strategy both`; HybridRAG-BN). Off by default: on BanglaRQA "
+            "validation it lowered more answers than it raised (docs/finetune.md, every stage "
+            "measured)."
         },
     )
     web_search: str = field(

@@ -48,18 +48,19 @@ def ablations(ctx: Context, *, has_dense: bool = True) -> list[tuple[str, dict[s
 
     The BM25 weight sweep covers "no dense" (1.0) and "no BM25" (0.0); it and RRF are left out
     when the index has no dense part (``has_dense`` False: every fusion is BM25 alone). The
-    decision-graph rows switch off the verifier, the fallback and the web search (each one that
-    is on), all three (the skeleton graph), and the LLM itself (the pattern extractor: the
-    type-aware RAG seed's no-LLM ablation).
+    retry row switches the retry off when it is on; the decision-graph rows switch off the
+    cross-check, the verifier, the fallback and the web search (each one that is on), all of
+    them (the skeleton graph), and the LLM itself (the pattern extractor: the type-aware RAG
+    seed's no-LLM ablation).
     """
+    retries = f"{ctx.max_retries} retr{'y' if ctx.max_retries == 1 else 'ies'}"
     full = (
         f"full (bm25 {ctx.bm25_weight} / dense {ctx.dense_weight} {ctx.fusion}, "
-        f"padding {'on' if ctx.pad_previous else 'off'}, {ctx.max_retries} retry)"
+        f"padding {'on' if ctx.pad_previous else 'off'}, {retries})"
     )
     if not has_dense:
         full = (
-            f"full (bm25, no dense part, padding {'on' if ctx.pad_previous else 'off'}, "
-            f"{ctx.max_retries} retry)"
+            f"full (bm25, no dense part, padding {'on' if ctx.pad_previous else 'off'}, {retries})"
         )
     rows: list[tuple[str, dict[str, Any]]] = [(full, {})]
     for w in FUSION_SWEEP if has_dense else ():
@@ -70,10 +71,8 @@ def ablations(ctx: Context, *, has_dense: bool = True) -> list[tuple[str, dict[s
         )
         rows.append((label, {"bm25_weight": w, "dense_weight": round(1 - w, 4)}))
     rows += [("RRF fusion", {"fusion": "rrf"})] if has_dense else []
-    rows += [
-        ("no padding", {"pad_previous": False}),
-        ("no retry", {"max_retries": 0}),
-    ]
+    rows += [("no padding", {"pad_previous": False})]
+    rows += [("no retry", {"max_retries": 0})] if ctx.max_retries else []
     stages = {
         "cross_check": ctx.cross_check != "off",
         "verify": ctx.verify,

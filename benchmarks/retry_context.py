@@ -89,9 +89,7 @@ def main() -> None:
         plain = {r["qid"]: r for r in load_run(args.plain).records}
     except (KBQAError, OSError, ValueError, KeyError) as exc:
         raise SystemExit(f"error: {exc}") from None
-    both = [
-        q for q in unread if q in plain and unread[q].get("retries") and plain[q].get("retries")
-    ]
+    both = [q for q in unread if q in plain and retried_(unread[q]) and retried_(plain[q])]
     if not both:
         raise SystemExit("error: no question was retried in both runs")
     same = sum(after(unread[q], "generate") == after(plain[q], "generate") for q in both)

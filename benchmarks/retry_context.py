@@ -37,14 +37,14 @@ def after(record: dict[str, Any], stage: str) -> dict[str, Any] | None:
     return entries[-1] if entries else None
 
 
-def retried_(record: dict[str, Any]) -> bool:
+def was_retried(record: dict[str, Any]) -> bool:
     return "retry" in record["route"]
 
 
 def write_subset(run: str, out: Path) -> None:
     loaded = load_run(run)
     config = json.loads((Path(run) / "config.json").read_text(encoding="utf-8"))
-    retried = {r["qid"] for r in loaded.records if retried_(r)}
+    retried = {r["qid"] for r in loaded.records if was_retried(r)}
     lines = Path(config["questions"]).read_text(encoding="utf-8").splitlines()
     kept = [x for x in lines if x.strip() and json.loads(x).get("qid") in retried]
     out.write_text("".join(x + "\n" for x in kept), encoding="utf-8")
@@ -89,7 +89,7 @@ def main() -> None:
         plain = {r["qid"]: r for r in load_run(args.plain).records}
     except (KBQAError, OSError, ValueError, KeyError) as exc:
         raise SystemExit(f"error: {exc}") from None
-    both = [q for q in unread if q in plain and retried_(unread[q]) and retried_(plain[q])]
+    both = [q for q in unread if q in plain and was_retried(unread[q]) and was_retried(plain[q])]
     if not both:
         raise SystemExit("error: no question was retried in both runs")
     same = sum(after(unread[q], "generate") == after(plain[q], "generate") for q in both)

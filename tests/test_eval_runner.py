@@ -428,6 +428,9 @@ def test_a_disjoint_sample_shares_no_question_with_the_other() -> None:
         select(qs, seed=1, disjoint_from=[0])
     with pytest.raises(ValueError, match="own --seed"):
         select(qs, sample=5, seed=1, disjoint_from=[1])
+    assert len(select(qs, sample=30, seed=1, disjoint_from=[0])) == 10  # what is left
+    with pytest.raises(ValueError, match="leaves no question: its samples of 40 cover all 40"):
+        select(qs, sample=40, seed=1, disjoint_from=[0])
 
 
 def test_disjoint_from_on_the_command_line(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:

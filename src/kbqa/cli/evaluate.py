@@ -136,6 +136,9 @@ def eval_run(
                 err=True,
             )
         qs = select(all_qs, limit=limit, sample=sample, seed=seed, disjoint_from=others)
+        if others and sample is not None and len(qs) < min(sample, limit or sample):
+            typer.echo(f"note: --disjoint-from leaves {len(qs)} questions; evaluating them all",
+                       err=True)  # fmt: skip
         if models is not None:
             shared = [
                 str(questions),

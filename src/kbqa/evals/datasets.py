@@ -192,21 +192,23 @@ def select(
     first (``--sample 300 --seed 1 --disjoint-from 0``).
 
     Raises:
-        ValueError: ``disjoint_from`` without ``sample``, or it holds ``seed`` itself.
+        ValueError: ``disjoint_from`` without ``sample``, holding ``seed`` itself, or leaving
+            no question.
     """
     if disjoint_from:
         if sample is None:
             raise ValueError("--disjoint-from needs --sample (it leaves out other samples)")
         if seed in disjoint_from:
             raise ValueError(f"--disjoint-from {seed} is this run's own --seed")
-        taken: set[int] = set()
-        for other in dict.fromkeys(disjoint_from):
-            if sample < len(questions):
-                picked = random.Random(other).sample(range(len(questions)), sample)
-            else:
-                picked = list(range(len(questions)))
-            taken.update(picked)
+        n = len(questions)
+        taken = {i for other in disjoint_from
+                 for i in random.Random(other).sample(range(n), min(sample, n))}  # fmt: skip
         questions = [q for i, q in enumerate(questions) if i not in taken]
+        if not questions:
+            raise ValueError(
+                f"--disjoint-from {','.join(map(str, disjoint_from))} leaves no question: "
+                f"its samples of {sample} cover all {n}"
+            )
     if sample is not None and sample < len(questions):
         questions = random.Random(seed).sample(questions, sample)
     return questions[:limit] if limit is not None else questions

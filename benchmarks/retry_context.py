@@ -45,6 +45,8 @@ def write_subset(run: str, out: Path) -> None:
     loaded = load_run(run)
     config = json.loads((Path(run) / "config.json").read_text(encoding="utf-8"))
     retried = {r["qid"] for r in loaded.records if was_retried(r)}
+    if not str(config["questions"]).endswith(".jsonl"):
+        raise ValueError(f"{config['questions']}: --subset reads JSON Lines question files only")
     lines = Path(config["questions"]).read_text(encoding="utf-8").splitlines()
     kept = [x for x in lines if x.strip() and json.loads(x).get("qid") in retried]
     out.write_text("".join(x + "\n" for x in kept), encoding="utf-8")
@@ -90,6 +92,8 @@ def main() -> None:
     except (KBQAError, OSError, ValueError, KeyError) as exc:
         raise SystemExit(f"error: {exc}") from None
     both = [q for q in unread if q in plain and was_retried(unread[q]) and was_retried(plain[q])]
+    if not set(unread) & set(plain):
+        raise SystemExit("error: the two runs have no question in common")
     if not both:
         raise SystemExit("error: no question was retried in both runs")
     same = sum(after(unread[q], "generate") == after(plain[q], "generate") for q in both)

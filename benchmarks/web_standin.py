@@ -17,6 +17,7 @@ import random
 from pathlib import Path
 
 from kbqa.corpus.loaders import read_jsonl_objects
+from kbqa.errors import KBQAError
 
 
 def main() -> None:
@@ -29,7 +30,14 @@ def main() -> None:
     ap.add_argument("--chars", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    docs = [obj for _, obj in read_jsonl_objects(args.kb) if isinstance(obj, dict)]
+    if args.n <= 0 or args.chars <= 0:
+        raise SystemExit(f"error: --n and --chars must be > 0, got {args.n} and {args.chars}")
+    try:
+        docs = [obj for _, obj in read_jsonl_objects(args.kb) if isinstance(obj, dict)]
+    except KBQAError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    if not docs:
+        raise SystemExit(f"error: {args.kb} holds no JSON object (one document per line)")
     picked = random.Random(args.seed).sample(docs, min(args.n, len(docs)))
     results = [
         {
@@ -39,7 +47,10 @@ def main() -> None:
         }
         for i, d in enumerate(picked)
     ]
-    args.out.write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
+    try:
+        args.out.write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
+    except OSError as exc:
+        raise SystemExit(f"error: cannot write {args.out}: {exc.strerror or exc}") from None
     print(f"{len(results)} results from {args.kb} written to {args.out}")
 
 

@@ -453,4 +453,11 @@ def test_disjoint_from_on_the_command_line(tiny_index: Path, qa_file: Path, tmp_
     assert config["disjoint_from"] == [0]
     bad = runner.invoke(app, [*base, "--disjoint-from", "zero", "--out", str(tmp_path / "c")])
     assert bad.exit_code == 2 and "--disjoint-from takes comma-separated seeds" in bad.output
+    bad = runner.invoke(app, [*base, "--disjoint-from=-1", "--seed", "1", "--out",
+                              str(tmp_path / "c")])  # fmt: skip
+    assert bad.exit_code == 2 and "--disjoint-from takes seeds >= 0" in bad.output
     assert not (tmp_path / "c").exists()
+    # the same seeds in another order or repeated are the same run: it resumes
+    again = runner.invoke(app, [*base, "--seed", "1", "--disjoint-from", "0,0", "--out",
+                                str(tmp_path / "b")], env=env)  # fmt: skip
+    assert again.exit_code == 0, again.output

@@ -114,9 +114,14 @@ def eval_run(
     if ablate and models is not None:
         fail("use --ablate or --models, not both")
     try:
-        others = [int(s) for s in disjoint_from.split(",") if s.strip()]
+        others = sorted({int(s) for s in disjoint_from.split(",") if s.strip()})
     except ValueError:
         fail(f"--disjoint-from takes comma-separated seeds (whole numbers), got {disjoint_from!r}")
+    # random.Random(-s) draws what random.Random(s) draws: a negative seed would be another's
+    for name, values in (("--seed", [seed]), ("--disjoint-from", others)):
+        if any(v < 0 for v in values):
+            fail(f"{name} takes seeds >= 0 (a negative seed draws the sample of its absolute "
+                 f"value), got {', '.join(map(str, values))}")  # fmt: skip
     ctx = make_context(settings)
     run_dir = out or _default_run_dir(questions, ctx.model, ablate, models, Path(ctx.index_dir))
     if ctx.use_llm and models is None:
@@ -129,7 +134,7 @@ def eval_run(
     qs: list[Any] = []
     try:
         all_qs = load_questions(questions)
-        if sample is not None and sample > len(all_qs):
+        if sample is not None and sample > len(all_qs) and not others:
             typer.echo(
                 f"note: --sample {sample} but {questions} has {len(all_qs)} questions; "
                 "evaluating all of them",

@@ -55,7 +55,7 @@ def test_a_conversation_with_a_followup_then_resumed(both_index: Path, tmp_path:
     child.expect("তিনি ১৯১৩ সালে নোবেল পুরস্কার পান")  # the sentence it came from
     child.expect(PROMPT)
     child.sendline("আর তিনি কোথায় জন্মগ্রহণ করেন?")
-    child.expect("classify: follow-up rewritten")
+    child.expect("· classify: follow-up rewritten")  # the stage named once
     child.expect(r"understood as: রবীন্দ্রনাথ ঠাকুর কোথায় জন্মগ্রহণ করেন\?")
     child.expect("answer: কলকাতায়")
     child.expect(PROMPT)
@@ -104,6 +104,9 @@ def test_unknown_thread_and_json_output(both_index: Path, tmp_path: Path) -> Non
                           "--model", "fake/abstain", "--db", str(db), "--thread", "nope"],
                          capture_output=True, text=True, input="")  # fmt: skip
     assert bad.returncode == 2 and "no thread 'nope'" in bad.stderr
+    empty = subprocess.run([KBQA, "chat", "--index", str(both_index), "--db", " "],
+                           capture_output=True, text=True, input="")  # fmt: skip
+    assert empty.returncode == 2 and "--db is empty" in empty.stderr, empty.stderr
     done = subprocess.run(
         [KBQA, "chat", "--index", str(both_index), "--embedder", "fake/hash", "--model",
          "fake/script:ঢাকা", "--db", str(db), "--json", "--cross-check", "off"],

@@ -31,6 +31,10 @@ def test_index_ask_eval_with_fakes(kb_file: Path, tmp_path: Path) -> None:
     code, text = run("index", str(kb_file), "--out", str(out), "--embedder", "fake/hash")
     assert code == 0, text
     assert "documents      5" in text and "peak RSS" in text
+    times = dict(re.findall(r"^time (\w\S*)\s+(\d+\.\d) s(?!  \(part of)", text, flags=re.M))
+    total = float(times.pop("total"))
+    assert {"load+chunk", "bm25", "dense", "write", "other"} <= set(times), text
+    assert sum(map(float, times.values())) == pytest.approx(total, abs=0.05 * len(times)), text
     code, text = run_fake("ask", "বাংলাদেশের রাজধানী কোথায়?", out, model="fake/script:ঢাকা")
     assert code == 0, text
     assert "answer: ঢাকা" in text and "route: classify -> retrieve" in text and "[1] ঢাকা" in text
@@ -93,6 +97,34 @@ def test_ask_says_web_search_is_off_when_a_question_ends_unanswered(both_index: 
                                    str(both_index), "--model", "fake/script:ঢাকা", "--embedder",
                                    "fake/hash"])  # fmt: skip
     assert answered.exit_code == 0 and "web search is off" not in answered.output
+
+
+@pytest.mark.parametrize(("index", "warned"), [("tiny_index", True), ("both_index", False)])
+def test_fallback_without_a_precision_part_is_a_warning(
+    index: str, warned: bool, request: pytest.FixtureRequest
+) -> None:
+    result = runner.invoke(app, ["ask", "মঙ্গল গ্রহের প্রথম মেয়রের ফোন নম্বর কত?", "--index",
+                                 str(request.getfixturevalue(index)), "--model", "fake/abstain",
+                                 "--embedder", "fake/hash", "--fallback"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert ("has no precision part" in result.stderr) is warned
+    assert "has no precision part" not in result.stdout
+
+
+def test_eval_warns_of_a_fallback_without_a_precision_part(
+    tiny_index: Path, tmp_path: Path
+) -> None:
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text(json.dumps({"qid": "1", "question": "বাংলাদেশের রাজধানী কোথায়?",
+                              "answers": ["ঢাকা"]}, ensure_ascii=False) + "\n")  # fmt: skip
+    result = runner.invoke(app, ["eval", str(qa), "--index", str(tiny_index), "--embedder",
+                                 "fake/hash", "--model", "fake/abstain", "--fallback", "--out",
+                                 str(tmp_path / "run")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "has no precision part" in result.stderr
+    missing = runner.invoke(app, ["eval", str(qa), "--index", str(tmp_path / "none"),
+                                  "--fallback", "--out", str(tmp_path / "run2")])  # fmt: skip
+    assert missing.exit_code == 2 and "has no precision part" not in missing.output
 
 
 def test_bm25_first_index_answers_then_continues(tmp_path: Path, kb_file: Path) -> None:
@@ -330,6 +362,7 @@ def test_context_rejects_tiny_n_ctx(tiny_index: Path) -> None:
 def test_parent_of_indexes_gets_a_hint(tiny_index: Path) -> None:
     code, text = run("ask", "q?", "--index", str(tiny_index.parent))
     assert code == 2 and "pass one to --index" in text and str(tiny_index) in text
+    assert f"/.{tiny_index.name}.v-" not in text  # not the version directory it links to
 
 
 def test_version() -> None:

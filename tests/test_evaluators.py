@@ -15,7 +15,7 @@ from kbqa.evals.evaluators import (
     trajectory_evaluator,
 )
 from kbqa.evals.metrics import answer_contained
-from kbqa.evals.summary import stage_changes, summarize
+from kbqa.evals.summary import after_each_stage, stage_changes, summarize
 
 DIRECT = ["classify", "retrieve", "generate", "check_abstention", "finalize"]
 RETRIED = ["classify", "retrieve", "generate", "check_abstention", "retry", "generate",
@@ -186,3 +186,28 @@ def test_summarize_hand_computed() -> None:
     }
     assert s["by_language"]["en"]["n"] == 1
     assert s["node_seconds_median"] == {"generate": 0.5}
+
+
+def test_after_each_stage_is_the_graph_stopped_there() -> None:
+    retried = record(["ঢাকা"], [("generate", "তথ্য নেই", True), ("retry", "ঢাকা", False),
+                                ("cross_check", "ঢাকা শহর", False)])  # fmt: skip
+    retried["timings"] = [{"node": "retrieve", "seconds": 0.5}, {"node": "generate", "seconds": 2},
+                          {"node": "retry", "seconds": 0}, {"node": "generate", "seconds": 8},
+                          {"node": "cross_check", "seconds": 0.25},
+                          {"node": "finalize", "seconds": 0.25}]  # fmt: skip
+    # an unanswerable question the fallback answers: right until the fallback, wrong after
+    fell = record([], [("generate", "তথ্য নেই", True), ("cross_check", "তথ্য নেই", True),
+                       ("fallback", "খুলনা", False)])  # fmt: skip
+    fell["timings"] = [{"node": "generate", "seconds": 1}, {"node": "fallback", "seconds": 4}]
+    rows = {row["after"]: row for row in after_each_stage([retried, fell])}
+    assert list(rows) == ["generate", "retry", "cross_check", "fallback"]
+    assert rows["generate"]["token_f1_answerable"] == 0.0
+    assert rows["generate"]["abstention_rate_unanswerable"] == 1.0
+    assert rows["generate"]["token_f1"] == 0.5
+    assert rows["retry"]["exact_match_answerable"] == 1.0
+    assert rows["cross_check"]["token_f1_answerable"] == pytest.approx(2 / 3, abs=1e-4)
+    assert rows["fallback"]["abstention_rate_unanswerable"] == 0.0
+    assert rows["fallback"]["token_f1"] == pytest.approx(1 / 3, abs=1e-4)
+    # time: reader 2.75 s (retrieve, generate, finalize), + retry 8 s, + cross-check 0.25 s
+    assert [rows[s]["seconds_p95"] for s in rows] == [2.75, 10.75, 11.0, 11.0]
+    assert rows["fallback"]["seconds_median"] == pytest.approx((11.0 + 5.0) / 2)

@@ -221,6 +221,23 @@ def test_a_server_that_never_replies_fails_after_the_timeout_without_a_retry() -
             release.set()
 
 
+def test_the_model_list_request_keeps_the_llm_timeout() -> None:
+    release = threading.Event()
+
+    class SlowList(StandIn):
+        def do_GET(self) -> None:
+            release.wait(30)
+
+    with stand_in(SlowList) as root:
+        try:
+            started = time.monotonic()
+            with pytest.raises(ModelError, match="cannot be reached"):
+                load_server_chat_model(root + "/v1", "", "gemma3-270m-reader", timeout=0.5)
+            assert time.monotonic() - started < 5  # not the 10 s of the model list's default
+        finally:
+            release.set()
+
+
 def test_a_url_without_v1_is_told_so() -> None:
     with stand_in(StandIn) as root:
         with pytest.raises(ModelError, match=f"{root} answered 404 at /models; .* end in /v1"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -51,6 +52,27 @@ def load_models(ctx: Any) -> None:
     problem = preload(ctx)
     if problem:
         typer.echo(f"warning: LLM unavailable ({problem}); answering with the pattern extractor",
+                   err=True)  # fmt: skip
+    warn_fallback_unavailable(ctx)
+
+
+def warn_fallback_unavailable(ctx: Any) -> None:
+    """Say on stderr when ``--fallback`` is on over an index with no precision part (the
+    route would only record ``fallback: unavailable``)."""
+    from kbqa.errors import KBQAError
+    from kbqa.resources import has_strategy_at
+
+    if not ctx.fallback or ctx.retriever is not None:
+        return
+    if "://" not in ctx.index_dir and not Path(ctx.index_dir).is_dir():
+        return  # no index there: loading it says so
+    try:
+        missing = not has_strategy_at(ctx.index_dir, "precision")
+    except (KBQAError, OSError):  # no index at all: loading it says so
+        return
+    if missing:
+        typer.echo(f"warning: --fallback is on, but {ctx.index_dir} has no precision part, so "
+                   "the fallback will not run (build one with kbqa index KB --strategy both)",
                    err=True)  # fmt: skip
 
 

@@ -145,7 +145,8 @@ class Session:
                         streaming = False
                     note = " ".join(r for r in (update or {}).get("route", [])[1:]
                                     if isinstance(r, str) and ":" in r)  # fmt: skip
-                    self.console.print(f"  · {node} {note}".rstrip(), style="dim", markup=False)
+                    line = note if note.startswith(f"{node}:") else f"{node} {note}".rstrip()
+                    self.console.print(f"  · {line}", style="dim", markup=False)
         except KeyboardInterrupt:
             if streaming:
                 self.console.print()
@@ -346,6 +347,9 @@ def chat(
     and threads persist (`/help` lists the commands)."""
     from kbqa.errors import KBQAError
 
+    if db is not None and not db.strip():
+        fail("--db is empty: give a SQLite file or a postgresql:// URL, or leave --db out "
+             "for ~/.cache/kbqa/chat.sqlite")  # fmt: skip
     ctx = make_context(settings)
     try:
         load_models(ctx)

@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from kbqa.cli.app import app, fail
-from kbqa.cli.ask import make_context, out_of_memory
+from kbqa.cli.ask import make_context, out_of_memory, warn_fallback_unavailable
 from kbqa.cli.settings import context_options, option_args
 from kbqa.errors import KBQAError, ModelError
 
@@ -123,6 +123,7 @@ def eval_run(
             fail(f"{name} takes seeds >= 0 (a negative seed draws the sample of its absolute "
                  f"value), got {', '.join(map(str, values))}")  # fmt: skip
     ctx = make_context(settings)
+    warn_fallback_unavailable(ctx)
     run_dir = out or _default_run_dir(questions, ctx.model, ablate, models, Path(ctx.index_dir))
     if ctx.use_llm and models is None:
         from kbqa.llm.models import check_model_name

@@ -7,14 +7,16 @@ token F1.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from itertools import pairwise
 from typing import Any
 
+from kbqa.answers.cleanup import postprocess
 from kbqa.evals.evaluators import RECALL_KS
-from kbqa.evals.metrics import max_over_golds, token_f1
+from kbqa.evals.metrics import exact_match, max_over_golds, token_f1
 
 Record = dict[str, Any]
 
@@ -77,6 +79,84 @@ def stage_changes(records: list[Record]) -> dict[str, dict[str, int]]:
         stage: {k: c[k] for k in ("seen", "changed", "raised", "lowered", "same_f1")}
         for stage, c in out.items()
     }
+
+
+STAGE_ORDER = ("generate", "extract", "retry", "cross_check", "verify", "fallback", "web_search")
+"""The graph's answering stages in the order they run (kbqa.graph); ``stage_answers`` entries
+follow it."""
+
+
+def _p95(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)], 4)
+
+
+def _stage_of_timings(record: Record) -> list[tuple[str, float]]:
+    """Each node run's seconds, charged to the answering stage it belongs to: the nodes before
+    the first ``retry`` to ``generate`` (with ``classify``, ``retrieve`` and ``finalize``, which
+    every graph runs), the generation a retry starts to ``retry``, and so on."""
+    out: list[tuple[str, float]] = []
+    stage = "generate"
+    for t in record.get("timings", []):
+        node = str(t["node"])
+        if node in STAGE_ORDER[1:]:
+            stage = node
+        out.append(("generate" if node == "finalize" else stage, float(t["seconds"])))
+    return out
+
+
+def after_each_stage(records: list[Record]) -> list[dict[str, Any]]:
+    """The run as if the graph had stopped after each stage: the answers, scores and time of
+    the graph made of the stages up to and including it (HybridRAG-BN's ablation rows, read
+    from one run with every stage on instead of one run per row).
+
+    A question's answer after stage S is its last ``stage_answers`` entry of a stage at or
+    before S in :data:`STAGE_ORDER`, shaped by ``finalize``'s
+    :func:`~kbqa.answers.cleanup.postprocess`. Its snapping to the passages is not redone
+    (records do not hold the passages), so the last row can differ from the run's own scores
+    by those few answers. A question's time is the seconds of the nodes charged to those
+    stages. Scores are token F1 and EM with the abstention rule of the evaluators (an
+    unanswerable question scores 1 when it abstained).
+
+    Returns:
+        One row per stage that ran in some record, in graph order: ``{"after", "questions",
+        "exact_match_answerable", "token_f1_answerable", "abstention_rate_unanswerable",
+        "token_f1", "seconds_median", "seconds_p95"}``; rates in [0, 1], seconds per question.
+    """
+    ran = {e["stage"] for r in records for e in r.get("stage_answers") or []}
+    rows = []
+    for stop in (s for s in STAGE_ORDER if s in ran):
+        upto = set(STAGE_ORDER[: STAGE_ORDER.index(stop) + 1])
+        em_ans, f1_ans, f1_all, abst_unans, secs = [], [], [], [], []
+        for r in records:
+            seen = [e for e in r.get("stage_answers") or [] if e["stage"] in upto]
+            if not seen:
+                continue
+            answer, abstained = str(seen[-1]["answer"]), bool(seen[-1]["abstained"])
+            if not abstained:  # finalize's clean-up (its snapping needs passages not recorded)
+                answer = postprocess(answer, r.get("question_type", "other"), [], r.get("language"))
+            gold = r.get("gold") or []
+            f1 = max_over_golds(token_f1, answer, gold, abstained=abstained)
+            f1_all.append(f1)
+            if r.get("answerable", bool(gold)):
+                f1_ans.append(f1)
+                em_ans.append(max_over_golds(exact_match, answer, gold, abstained=abstained))
+            else:
+                abst_unans.append(float(abstained))
+            secs.append(sum(s for stage, s in _stage_of_timings(r) if stage in upto))
+        rows.append({
+            "after": stop,
+            "questions": len(f1_all),
+            "exact_match_answerable": _mean(em_ans),
+            "token_f1_answerable": _mean(f1_ans),
+            "abstention_rate_unanswerable": _mean(abst_unans),
+            "token_f1": _mean(f1_all),
+            "seconds_median": _median(secs),
+            "seconds_p95": _p95(secs),
+        })  # fmt: skip
+    return rows
 
 
 def node_seconds(records: list[Record]) -> dict[str, list[float]]:

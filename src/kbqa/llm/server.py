@@ -280,7 +280,7 @@ def load_server_chat_model(
     from kbqa.llm.models import resolve_adapter, resolve_model, serving_threshold
 
     check_llm_url(url)
-    listed = served_models(url)
+    listed = served_models(url, timeout=timeout)
     served = served_name or (listed[0] if listed else "")
     if served not in listed:
         raise ModelError(

@@ -69,7 +69,11 @@ def _load_resolved(
     try:
         manifest = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        inside = sorted(str(d) for d in p.iterdir() if d.is_dir() and (d / MANIFEST).exists())
+        inside = sorted(  # not the hidden version directories the index links point to
+            str(d)
+            for d in p.iterdir()
+            if not d.name.startswith(".") and d.is_dir() and (d / MANIFEST).exists()
+        )
         hint = f"; it holds the indexes {', '.join(inside)}: pass one to --index" if inside else ""
         raise IndexLoadError(f"{p} is not a kbqa index: {MANIFEST} is missing{hint}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

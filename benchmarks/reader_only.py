@@ -63,7 +63,7 @@ def run(
     for q, passages in items:
         qtype, lang = question_type(q.question), detect_language(q.question)
         started = time.perf_counter()
-        raw, _, _ = generate_answer(
+        raw, *_ = generate_answer(
             model, ctx, q.question, passages, question_type=qtype, language=lang
         )
         answer, abstained = judge(raw, q.question, ctx.abstention_phrase, ctx.max_answer_chars)

@@ -102,3 +102,31 @@ def test_real_gemma_streams_tokens(bangla_slice: tuple[Path, Path]) -> None:
         if meta["langgraph_node"] == "generate"
     ]
     assert tokens, "the llama.cpp chat model reports its generation to LangGraph"
+
+
+def test_the_recorded_abstention_probability_is_what_the_threshold_decides(
+    bangla_slice: tuple[Path, Path],
+) -> None:
+    """The shipped reader (threshold 0.9) records the first token's abstention probability;
+    a threshold at or below it starts the phrase, one above it cannot: what
+    ``benchmarks/threshold_replay.py`` relies on."""
+    from kbqa.graph import graph
+
+    index, qa = bangla_slice
+    base = {"index_dir": str(index), "model": "gemma3-270m-reader", "cross_check": "off"}
+
+    def first_reading(question: str, **extra: float) -> tuple[float, str]:
+        out = graph.invoke({"question": question}, context=Context(**base, **extra))
+        return out["abstention_probability"], out["raw_answer"].strip().lower()
+
+    for q in load_questions(qa)[:3]:
+        p, _ = first_reading(q.question)
+        assert isinstance(p, float) and 0.0 <= p <= 1.0
+        if p > 0.02:
+            again, raw = first_reading(q.question, abstention_threshold=p / 2)
+            # a second reading of the same prompt in one process moved p by 0.02 (0.794 ->
+            # 0.772): llama.cpp reuses the cached prompt prefix, so its batches differ
+            assert again == pytest.approx(p, abs=0.05) and raw.startswith("cont"), raw
+        if p < 0.98:
+            _, raw = first_reading(q.question, abstention_threshold=(p + 1) / 2)
+            assert not raw.startswith("cont"), raw

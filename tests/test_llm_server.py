@@ -109,9 +109,12 @@ def test_below_the_threshold_the_phrase_start_is_banned_and_the_answer_streams()
 
     model, client = served({"Context": math.log(0.6), "ঢাকা": math.log(0.3), "C": -1.0})
     settings = {"abstention_threshold": 0.9, "abstention_phrase": PHRASE}
-    stream = model.stream([HumanMessage("q")], stop=["\n"], max_tokens=7, **settings)
+    stream = list(model.stream([HumanMessage("q")], stop=["\n"], max_tokens=7, **settings))
     pieces = [str(c.content) for c in stream]
     assert "".join(pieces) == "ঢাকা"
+    # the first chunk carries the probability that decided the first token (0.6), once
+    first, *rest = (c.response_metadata.get("abstention_probability") for c in stream)
+    assert first == pytest.approx(0.6, abs=1e-6) and rest == [None] * len(rest)
     name, kw = client.calls[1]
     # tokens of 4 letters or more that start the phrase (not the 1-letter "C": answers keep it)
     assert name == "stream" and kw["logit_bias"] == {"0": -100, "1": -100}

@@ -149,8 +149,8 @@ def test_generation_stops_at_a_settled_abstention(reply: str, kept: str) -> None
     from langchain_core.messages import HumanMessage
 
     model = ScriptedChatModel(script=[reply])
-    text = stream_until_abstention(model, [HumanMessage("q")], None, 64, P)
-    assert text == kept
+    text, probability = stream_until_abstention(model, [HumanMessage("q")], None, 64, P)
+    assert text == kept and probability is None  # a scripted model decides no threshold
     assert model.streamed == len(kept.split())
     # stopping early never changes the verdict on the whole reply
     assert is_abstention(clean_answer(text), P) == is_abstention(clean_answer(reply), P)

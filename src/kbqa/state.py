@@ -113,6 +113,9 @@ class OutputState(TypedDict, total=False):
         context_index: Whose chunk ids ``context_chunk_ids`` are: ``""`` the primary index's,
             ``"precision"`` the precision sub-index's (set by fallback, which read those last).
         raw_answer: The LLM's text before clean-up.
+        abstention_probability: The reader's probability (0-1) of starting the abstention
+            phrase at the first token of its first reading, which an abstention threshold
+            compares (generate); ``None`` when no threshold decided it.
         stage_answers: Cleaned answer of every answering stage in order (``generate``,
             ``retry``, ...), so evaluations can attribute the final answer and count what each
             later stage changed.
@@ -147,6 +150,7 @@ class OutputState(TypedDict, total=False):
     context_chunk_ids: list[int]
     context_index: str
     raw_answer: str
+    abstention_probability: float | None
     stage_answers: Annotated[list[StageAnswer], extend]
     question_coverage: float
     verified_answer: str

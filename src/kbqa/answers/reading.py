@@ -9,7 +9,7 @@ dropped first; a single remaining passage that is still too long is cut.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.caches import BaseCache
 from langchain_core.globals import get_llm_cache
@@ -28,6 +28,21 @@ YES_NO_WORDS = {"bn": ("হ্যাঁ", "না"), "en": ("Yes", "No")}
 """Whole answers a constrained reply may give besides context spans and the abstention phrase."""
 
 
+class Reading(NamedTuple):
+    """What :func:`generate_answer` read and said."""
+
+    raw: str
+    """The model's text."""
+    kept: list[int]
+    """Indices of the passages that fitted the prompt."""
+    prompt_tokens: int
+    """The prompt's size in the model's tokens."""
+    abstention_probability: float | None = None
+    """The reader's probability of starting the abstention phrase at its first token, in
+    [0, 1] (:class:`~kbqa.llm.grounding.AbstentionThreshold`); ``None`` when no threshold
+    decided it (a chat-template reader, or threshold 0)."""
+
+
 def generate_answer(
     model: BaseChatModel,
     ctx: Context,
@@ -38,7 +53,7 @@ def generate_answer(
     language: str = "bn",
     variant: str = "coverage",
     max_tokens: int | None = None,
-) -> tuple[str, list[int], int]:
+) -> Reading:
     """Fit the reader prompt to the context window and generate.
 
     Args:
@@ -50,8 +65,8 @@ def generate_answer(
         max_tokens: Generation budget (default ``ctx.max_answer_tokens``).
 
     Returns:
-        ``(raw_answer, kept, prompt_tokens)``: the model's text, the indices of ``passages``
-        that fitted, and the prompt's size in tokens.
+        A :class:`Reading`: the model's text, the indices of ``passages`` that fitted, the
+        prompt's size in tokens and the first token's abstention probability.
 
     Raises:
         ValueError: The question alone does not fit (see :func:`fit_prompt`).
@@ -83,10 +98,10 @@ def generate_answer(
             "abstention_threshold": threshold,
             "abstention_phrase": ctx.abstention_phrase,
         }
-    raw = stream_until_abstention(
+    raw, probability = stream_until_abstention(
         model, messages, stop, max_tokens or ctx.max_answer_tokens, ctx.abstention_phrase, **extra
     )
-    return raw, kept, tokens
+    return Reading(raw, kept, tokens, probability)
 
 
 def _uses_cache(model: BaseChatModel) -> bool:
@@ -102,7 +117,7 @@ def stream_until_abstention(
     max_tokens: int,
     phrase: str,
     **kwargs: Any,
-) -> str:
+) -> tuple[str, float | None]:
     """Stream the model's reply and stop as soon as it is settled as an abstention
     (:func:`~kbqa.answers.abstention.settled_abstention`): output is constrained while it
     is generated, not only judged afterwards, and an abstaining model (``Context-এ তথ্য নেই,
@@ -115,17 +130,21 @@ def stream_until_abstention(
     constrained reply, see :class:`kbqa.llm.chat.LlamaCppChatModel`).
 
     Returns:
-        The text generated up to the end, a stop sequence, ``max_tokens`` or the settled
-        abstention.
+        ``(text, abstention_probability)``: the text generated up to the end, a stop sequence,
+        ``max_tokens`` or the settled abstention; and the model's
+        ``response_metadata["abstention_probability"]`` (``None`` when it gives none).
     """
     if _uses_cache(model):
-        return str(model.invoke(messages, stop=stop, max_tokens=max_tokens, **kwargs).content)
-    text = ""
+        reply = model.invoke(messages, stop=stop, max_tokens=max_tokens, **kwargs)
+        return str(reply.content), reply.response_metadata.get("abstention_probability")
+    text, probability = "", None
     for part in model.stream(messages, stop=stop, max_tokens=max_tokens, **kwargs):
         text += str(part.content)
+        if probability is None:
+            probability = part.response_metadata.get("abstention_probability")
         if CANCEL.is_set():  # Ctrl-C in kbqa chat: the answer is abandoned
             break
         if settled_abstention(text, phrase):
             log.debug("abstention settled after %d chars; generation stopped", len(text))
             break
-    return text
+    return text, probability

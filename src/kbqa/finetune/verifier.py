@@ -120,7 +120,7 @@ def reader_candidates(
     todo = [ex for ex in examples if ex.qid not in done]
     with path.open("a", encoding="utf-8") as fh:
         for ex in tqdm(todo, desc="reader answers", unit="q", disable=not todo):
-            raw, _, _ = generate_answer(
+            raw, *_ = generate_answer(
                 reader,
                 ctx,
                 ex.question,

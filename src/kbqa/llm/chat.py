@@ -11,7 +11,7 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -285,6 +285,7 @@ class LlamaCppChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         with self._lock:
+            self._threshold = None
             parts = self._call(messages, stop, stream=True, **kwargs)
             yield from stream_chunks(
                 (
@@ -292,23 +293,33 @@ class LlamaCppChatModel(BaseChatModel):
                     for c in (part["choices"][0] for part in parts)
                 ),
                 run_manager,
+                lambda: self._threshold.probability if self._threshold else None,
             )
 
 
 def stream_chunks(
-    pieces: Iterable[str | None], run_manager: CallbackManagerForLLMRun | None
+    pieces: Iterable[str | None],
+    run_manager: CallbackManagerForLLMRun | None,
+    abstention_probability: Callable[[], float | None] = lambda: None,
 ) -> Iterator[ChatGenerationChunk]:
     """A chat model's stream from its text pieces: empty pieces skipped, each piece reported to
     the callbacks (LangGraph's ``messages`` stream mode reads them), and one empty chunk when
-    nothing came (the first token was a stop sequence: an empty answer, not an error)."""
+    nothing came (the first token was a stop sequence: an empty answer, not an error).
+
+    The first chunk's ``response_metadata["abstention_probability"]`` is
+    ``abstention_probability()`` read once the first piece has come: the probability of
+    starting the abstention phrase that decided the first token
+    (:class:`~kbqa.llm.grounding.AbstentionThreshold`), ``None`` without a threshold."""
     produced = False
     for piece in pieces:
         if not piece:
             continue
+        meta = {} if produced else {"abstention_probability": abstention_probability()}
         produced = True
-        chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+        chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece, response_metadata=meta))
         if run_manager is not None:
             run_manager.on_llm_new_token(piece, chunk=chunk)
         yield chunk
     if not produced:
-        yield ChatGenerationChunk(message=AIMessageChunk(content=""))
+        meta = {"abstention_probability": abstention_probability()}
+        yield ChatGenerationChunk(message=AIMessageChunk(content="", response_metadata=meta))

@@ -251,8 +251,13 @@ class ServerChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        pieces = (piece for piece, _ in self._pieces(messages, stop, kwargs))
-        yield from stream_chunks(pieces, run_manager)
+        probability: list[float | None] = [None]
+
+        def texts() -> Iterator[str]:
+            for text, probability[0] in self._pieces(messages, stop, kwargs):
+                yield text
+
+        yield from stream_chunks(texts(), run_manager, lambda: probability[0])
 
 
 @functools.cache

@@ -24,6 +24,7 @@ PER_QUESTION: dict[str, Any] = {
     "context_chunk_ids": [],
     "context_index": "",
     "raw_answer": "",
+    "abstention_probability": None,
     "verified_answer": "",
     "verify_changed": False,
     "fallback_answer": "",

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kbqa.answers.reading import generate_answer
+from kbqa.answers.reading import Reading, generate_answer
 from kbqa.context import Context
 from kbqa.corpus.chunking import Chunk
 from kbqa.prompts import Passage
@@ -145,7 +145,7 @@ def chunk_sources(
 
 def answer_state(
     state: State, ctx: Context, passages: list[tuple[int, Passage]], variant: str = "coverage"
-) -> tuple[str, list[int], int]:
+) -> Reading:
     """:func:`~kbqa.answers.reading.generate_answer` with the run's reader and the state's
     question, type and language."""
     return generate_answer(

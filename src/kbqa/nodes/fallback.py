@@ -56,7 +56,7 @@ def fallback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         return visited("fallback", started, "fallback: unavailable")
     chunks = chunks_of(ctx, PRECISION)  # a broken one: "fallback: failed"
     records = retrieve_records(state["question"], ctx.k, ctx, PRECISION)
-    raw, kept, _ = answer_state(state, ctx, chunk_passages(chunks, records), PRECISION)
+    raw, kept, *_ = answer_state(state, ctx, chunk_passages(chunks, records), PRECISION)
     answer, abstained = judge(raw, state["question"], ctx.abstention_phrase, ctx.max_answer_chars)
     given = [records[i]["chunk_id"] for i in kept]
     update: dict[str, Any] = {

@@ -18,7 +18,8 @@ log = logging.getLogger("kbqa.generate")
 
 
 def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Answer from ``retrieved``; sets ``raw_answer`` and ``context_chunk_ids``. With nothing
+    """Answer from ``retrieved``; sets ``raw_answer``, ``context_chunk_ids`` and, on the first
+    reading, ``abstention_probability`` (:class:`~kbqa.answers.reading.Reading`). With nothing
     retrieved the reader is not called: the answer is the abstention phrase and the route
     records ``generate: no context``.
 
@@ -33,15 +34,18 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         return {"raw_answer": ctx.abstention_phrase, "context_chunk_ids": [],
                 **visited("generate", started, "generate: no context")}  # fmt: skip
     try:
-        raw, kept, _ = answer_state(state, ctx, passages)
+        raw, kept, _, probability = answer_state(state, ctx, passages)
     except ValueError:
         raise  # the question does not fit the context window: the caller's to fix
     except Exception as exc:  # the model failed at run time: the extractor answers instead
         log.warning("LLM failed, answering with the pattern extractor: %s: %s",
                     type(exc).__name__, exc)  # fmt: skip
         return {"llm_error": f"{type(exc).__name__}: {exc}", **visited("generate", started)}
-    return {
+    update: dict[str, Any] = {
         "raw_answer": raw,
         "context_chunk_ids": [records[i]["chunk_id"] for i in kept],
         **visited("generate", started),
     }
+    if not state.get("retries"):  # the first reading's: what an abstention threshold decides
+        update["abstention_probability"] = probability
+    return update

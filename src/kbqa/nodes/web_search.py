@@ -50,7 +50,7 @@ def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if not results:
         return update | visited("web_search", started, "web: no results")
     passages = [(i, Passage(r["title"], r["snippet"])) for i, r in enumerate(results, start=1)]
-    raw, kept, _ = answer_state(state, ctx, passages, "web")
+    raw, kept, *_ = answer_state(state, ctx, passages, "web")
     answer, abstained = judge(raw, state["question"], ctx.abstention_phrase, ctx.max_answer_chars)
     status = None
     if not abstained and not ground_answer(answer, [r["snippet"] for r in results]):

@@ -1,0 +1,142 @@
+"""The abstention threshold replayed: what a run would have scored had its reader abstained at
+a lower threshold, without running the reader again. Reads a ``kbqa eval`` run directory whose
+records hold ``abstention_probability``; prints a table; asserts nothing.
+
+    python benchmarks/threshold_replay.py runs/default-s0 --thresholds 0.5,0.6,0.7,0.8
+
+At threshold ``t`` the reader abstains exactly when its first token's probability of the
+abstention phrase is ``>= t`` (:class:`kbqa.llm.grounding.AbstentionThreshold`); otherwise the
+phrase's start is masked and it reads on. So for any ``t`` at or below the run's own, a
+question's first reading is known from the run: the phrase when ``p >= t``, else the answer
+it gave. The graph is then run again on each question with a stand-in reader that gives that
+reading (the real reader's tokenizer fits the prompt, so the passages are the same): retrieval,
+the cross-check and every later stage run for real. A threshold above the run's own would need
+answers the reader never gave, so it is refused.
+
+Replaying the run's own threshold must give the run's own scores; the first row checks that.
+Two readings of one prompt in one process have given probabilities 0.02 apart (llama.cpp reuses
+the cached prompt prefix), so a threshold within 0.02 of a question's p can go either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from kbqa.context import Context
+from kbqa.errors import KBQAError
+from kbqa.evals.datasets import load_questions
+from kbqa.evals.run_dir import CONFIG_FILE, load_run
+from kbqa.evals.runner import evaluate_questions
+
+
+class ReplayReader(BaseChatModel):
+    """Gives each question's recorded first reading, or the abstention phrase when its
+    probability reaches ``threshold``; counts tokens with the real reader."""
+
+    real: Any
+    readings: dict[str, tuple[str, float]]
+    threshold: float
+    phrase: str
+
+    @property
+    def _llm_type(self) -> str:
+        return "kbqa-replay"
+
+    @property
+    def prompt_style(self) -> str:
+        return str(getattr(self.real, "prompt_style", "completion"))
+
+    def get_num_tokens_from_messages(self, messages: list[BaseMessage], tools: Any = None) -> int:
+        return int(self.real.get_num_tokens_from_messages(messages))
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:  # fmt: skip
+        prompt = str(messages[-1].content)
+        asked = max((q for q in self.readings if q in prompt), key=len, default=None)
+        if asked is None:
+            raise KeyError("a prompt holds no question of the run")
+        text, p = self.readings[asked]
+        reply = self.phrase if p >= self.threshold else text
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
+
+
+def replay(run_dir: str, thresholds: list[float]) -> list[tuple[str, dict[str, Any]]]:
+    """``(label, summary)`` for the run as recorded, replayed at its own threshold, and at each
+    of ``thresholds``."""
+    import kbqa.nodes.common as common
+    from kbqa.resources import chat_model_for
+
+    run = load_run(run_dir)
+    config = json.loads((Path(run_dir) / CONFIG_FILE).read_text(encoding="utf-8"))
+    settings = {k: v for k, v in config["context"].items() if k in Context.__dataclass_fields__}
+    ctx = Context(**settings)
+    if not config.get("questions"):
+        raise SystemExit(f"error: {run_dir}/{CONFIG_FILE} names no questions file to replay")
+    missing = [r["qid"] for r in run.records if r.get("abstention_probability") is None]
+    if missing:
+        raise SystemExit(
+            f"error: {len(missing)} records of {run_dir} hold no abstention_probability (first: "
+            f"{missing[0]}): run kbqa eval again with a reader that has a threshold"
+        )
+    real = chat_model_for(ctx)
+    own = ctx.abstention_threshold
+    if own is None:
+        own = float(getattr(real, "reader_abstention_threshold", 0.0))
+    above = [t for t in thresholds if t > own]
+    if above:
+        raise SystemExit(f"error: thresholds above the run's own ({own}) need answers the reader "
+                         f"never gave: {', '.join(map(str, above))}")  # fmt: skip
+    readings = {
+        r["question"]: (str(r["stage_answers"][0]["answer"]), float(r["abstention_probability"]))
+        for r in run.records
+        if r["stage_answers"] and r["stage_answers"][0]["stage"] == "generate"
+    }
+    qids = {r["qid"] for r in run.records}
+    questions = [q for q in load_questions(config["questions"]) if q.qid in qids]
+    rows: list[tuple[str, dict[str, Any]]] = [("recorded run", run.summary)]
+    for t in [own, *thresholds]:
+        reader = ReplayReader(real=real, readings=readings, threshold=t,
+                              phrase=ctx.abstention_phrase)  # fmt: skip
+        common.chat_model_for = lambda _ctx, reader=reader: reader  # type: ignore[misc]
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                result = evaluate_questions(questions, ctx, tmp, upload=False, progress=False)
+        finally:
+            common.chat_model_for = chat_model_for
+        rows.append((f"replayed at {t:g}" + (" (its own)" if t == own else ""), result.summary))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("run", help="a kbqa eval run directory")
+    ap.add_argument("--thresholds", default="0.5,0.6,0.7,0.8", help="comma-separated, in (0, 1]")
+    args = ap.parse_args()
+    try:
+        thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()]
+    except ValueError:
+        raise SystemExit(f"error: --thresholds takes numbers, got {args.thresholds!r}") from None
+    if not thresholds or any(not 0 < t <= 1 for t in thresholds):
+        raise SystemExit(f"error: --thresholds must be in (0, 1], got {args.thresholds!r}")
+    try:
+        rows = replay(args.run, thresholds)
+    except KBQAError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    print("| reader | answerable EM / F1 | abstained: answerable / unanswerable | F1 |")
+    print("|---|---|---|---|")
+    for label, s in rows:
+        print(f"| {label} | {s['exact_match_answerable']:.3f} / {s['token_f1_answerable']:.3f} | "
+              f"{100 * s['abstention_rate_answerable']:.1f}% / "
+              f"{100 * s['abstention_rate_unanswerable']:.1f}% | {s['token_f1']:.3f} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""benchmarks/threshold_replay.py: a lower threshold turns exactly the readings whose recorded
+abstention probability reaches it into abstentions; the run's own threshold replays the run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kbqa.context import Context
+from kbqa.evals.datasets import load_questions
+from kbqa.evals.run_dir import run_config
+from kbqa.evals.runner import evaluate_questions
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import threshold_replay
+
+QUESTIONS = [("1", "বাংলাদেশের রাজধানী কোথায়?", "ঢাকা"), ("2", "পদ্মা কী?", "বাংলাদেশের একটি প্রধান নদী"),
+             ("3", "Where does Paris lie?", "Seine")]  # fmt: skip
+PROBABILITY = {"1": 0.3, "2": 0.6, "3": 0.05}
+
+
+@pytest.fixture
+def run(tiny_index: Path, tmp_path: Path) -> Path:
+    qa = tmp_path / "qa.jsonl"
+    rows = (json.dumps({"qid": i, "question": q, "answers": [a]}, ensure_ascii=False)
+            for i, q, a in QUESTIONS)  # fmt: skip
+    qa.write_text("".join(row + "\n" for row in rows))
+    script = "|".join(a for _, _, a in QUESTIONS)  # the reader gives each gold answer in turn
+    ctx = Context(index_dir=str(tiny_index), model=f"fake/script:{script}", embedder="fake/hash",
+                  abstention_threshold=0.9, cross_check="off")  # fmt: skip
+    out = tmp_path / "run"
+    config = run_config(qa, None, ctx)
+    evaluate_questions(load_questions(qa), ctx, out, config=config, upload=False, progress=False)
+    # a scripted reader decides no threshold: write what a tuned reader would have recorded
+    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    for r in records:
+        r["abstention_probability"] = PROBABILITY[r["qid"]]
+    (out / "records.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                               for r in records))  # fmt: skip
+    return out
+
+
+def test_a_lower_threshold_abstains_where_the_probability_reaches_it(run: Path) -> None:
+    rows = dict(threshold_replay.replay(str(run), [0.5, 0.2]))
+    assert rows["replayed at 0.9 (its own)"]["token_f1"] == rows["recorded run"]["token_f1"] == 1.0
+    assert rows["replayed at 0.5"]["abstention_rate_answerable"] == pytest.approx(1 / 3, abs=1e-3)
+    assert rows["replayed at 0.2"]["abstention_rate_answerable"] == pytest.approx(2 / 3, abs=1e-3)
+
+
+def test_a_threshold_above_the_runs_own_is_refused(run: Path) -> None:
+    with pytest.raises(SystemExit, match="above the run's own"):
+        threshold_replay.replay(str(run), [0.95])

@@ -138,6 +138,20 @@ def test_a_verifier_adapter_is_served_on_the_generators_base(tmp_path: Path) -> 
     assert verifier_name(chosen) == "gemma3-270m"
 
 
+def test_the_default_verifier_is_the_generator_not_whichever_is_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import kbqa.resources as resources
+    from kbqa.context import Context
+    from kbqa.resources import verifier_name
+
+    # Qwen installed, say (resources chose it by this check before)
+    monkeypatch.setattr(resources, "model_installed", lambda name: True, raising=False)
+    assert verifier_name(Context(model="gemma3-270m-reader", web_search="off")) == (
+        "gemma3-270m-reader"
+    )
+
+
 def test_a_window_too_small_for_the_verifier_is_refused_before_any_work() -> None:
     with pytest.raises(ValueError, match=r"n_ctx \(100\) must be at least max_verify_tokens"):
         VerifierConfig(train="t", kb="k", n_ctx=100, max_answer_tokens=30, max_verify_tokens=60)

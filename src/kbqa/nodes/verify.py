@@ -2,9 +2,9 @@
 changed 48 of 1,500 answers there), in at most ``max_verify_tokens`` (30) generated tokens.
 
 Its model is configurable apart from the generator (``Context.verifier_model``; default the
-quality model when installed); a LoRA-fine-tuned verifier plugs in here, with the prompt of
-:func:`kbqa.prompts.render_verify_prompt`. The pattern extractor's span, when it found a typed
-one (an email, a date...), is shown as a second candidate.
+generator, :func:`kbqa.resources.verifier_name`); a LoRA-fine-tuned verifier plugs in here,
+with the prompt of :func:`kbqa.prompts.render_verify_prompt`. The pattern extractor's span,
+when it found a typed one (an email, a date...), is shown as a second candidate.
 """
 
 from __future__ import annotations

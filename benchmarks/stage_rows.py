@@ -43,31 +43,33 @@ def main() -> None:
         "| graph | questions | answerable EM / F1 | unanswerable abstained | F1 | median s | "
         "p95 s |\n|---|---|---|---|---|---|---|"
     )
-    try:
-        for name in args.runs:
-            run = load_run(name)
-            print(f"\n{name} (peak RSS {run.summary.get('peak_rss_mib') or '-'} MiB)\n\n{head}")
-            for i, r in enumerate(after_each_stage(run.records)):
-                print(row(r["after"] if i == 0 else f"+ {r['after']}", r))
-        for name in args.default:
-            run = load_run(name)
-            if not run.records:
-                raise SystemExit(f"error: {name} holds no record")
-            secs = sorted(float(r["seconds"]) for r in run.records)
-            s = run.summary
-            full = {
-                "questions": s["questions"],
-                "exact_match_answerable": s["exact_match_answerable"],
-                "token_f1_answerable": s["token_f1_answerable"],
-                "abstention_rate_unanswerable": s["abstention_rate_unanswerable"],
-                "token_f1": s["token_f1"],
-                "seconds_median": s["seconds_per_question_median"],
-                "seconds_p95": secs[min(len(secs) - 1, math.ceil(0.95 * len(secs)) - 1)],
-            }
-            print(f"\n{name}, measured (peak RSS {run.summary.get('peak_rss_mib') or '-'} MiB)"
-                  f"\n\n{head}\n{row('default graph', full)}")  # fmt: skip
+    try:  # every run read and checked before anything is printed
+        runs = {name: load_run(name) for name in [*args.runs, *args.default]}
     except KBQAError as exc:
         raise SystemExit(f"error: {exc}") from None
+    for name, run in runs.items():
+        if not run.records:
+            raise SystemExit(f"error: {name} holds no record")
+    for name in args.runs:
+        run = runs[name]
+        print(f"\n{name} (peak RSS {run.summary.get('peak_rss_mib') or '-'} MiB)\n\n{head}")
+        for i, r in enumerate(after_each_stage(run.records)):
+            print(row(r["after"] if i == 0 else f"+ {r['after']}", r))
+    for name in args.default:
+        run = runs[name]
+        secs = sorted(float(r["seconds"]) for r in run.records)
+        s = run.summary
+        full = {
+            "questions": s["questions"],
+            "exact_match_answerable": s["exact_match_answerable"],
+            "token_f1_answerable": s["token_f1_answerable"],
+            "abstention_rate_unanswerable": s["abstention_rate_unanswerable"],
+            "token_f1": s["token_f1"],
+            "seconds_median": s["seconds_per_question_median"],
+            "seconds_p95": secs[min(len(secs) - 1, math.ceil(0.95 * len(secs)) - 1)],
+        }
+        print(f"\n{name}, measured (peak RSS {s.get('peak_rss_mib') or '-'} MiB)"
+              f"\n\n{head}\n{row('default graph', full)}")  # fmt: skip
 
 
 if __name__ == "__main__":

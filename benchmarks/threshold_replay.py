@@ -3,6 +3,7 @@ a lower threshold, without running the reader again. Reads a ``kbqa eval`` run d
 records hold ``abstention_probability``; prints a table; asserts nothing.
 
     python benchmarks/threshold_replay.py runs/default-s0 --thresholds 0.5,0.6,0.7,0.8
+    python benchmarks/threshold_replay.py OLD_RUN --own 0.9 --thresholds 0.5  # read at 0.9
 
 At threshold ``t`` the reader abstains exactly when its first token's probability of the
 abstention phrase is ``>= t`` (:class:`kbqa.llm.grounding.AbstentionThreshold`); otherwise the
@@ -29,12 +30,14 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
 
 from kbqa.context import Context
 from kbqa.errors import KBQAError
 from kbqa.evals.datasets import load_questions
 from kbqa.evals.run_dir import CONFIG_FILE, load_run
 from kbqa.evals.runner import evaluate_questions
+from kbqa.text import strip_format_chars
 
 
 class ReplayReader(BaseChatModel):
@@ -43,8 +46,11 @@ class ReplayReader(BaseChatModel):
 
     real: Any
     readings: dict[str, tuple[str, float]]
+    """By the question as the prompt shows it (format characters dropped, stripped)."""
     threshold: float
     phrase: str
+    misses: list[str] = Field(default_factory=list)
+    """Prompts that held no question of the run (the graph would answer them otherwise)."""
 
     @property
     def _llm_type(self) -> str:
@@ -62,24 +68,37 @@ class ReplayReader(BaseChatModel):
         prompt = str(messages[-1].content)
         asked = max((q for q in self.readings if q in prompt), key=len, default=None)
         if asked is None:
+            self.misses.append(prompt[-200:])
             raise KeyError("a prompt holds no question of the run")
         text, p = self.readings[asked]
         reply = self.phrase if p >= self.threshold else text
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
 
 
-def replay(run_dir: str, thresholds: list[float]) -> list[tuple[str, dict[str, Any]]]:
-    """``(label, summary)`` for the run as recorded, replayed at its own threshold, and at each
-    of ``thresholds``."""
+def replay(
+    run_dir: str, thresholds: list[float], own: float | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """``(label, summary)`` for the run as recorded, replayed at its own threshold (``own``, else
+    the ``abstention_threshold`` its records hold), and at each of ``thresholds``."""
     import kbqa.nodes.common as common
     from kbqa.resources import chat_model_for
 
     run = load_run(run_dir)
-    config = json.loads((Path(run_dir) / CONFIG_FILE).read_text(encoding="utf-8"))
-    settings = {k: v for k, v in config["context"].items() if k in Context.__dataclass_fields__}
-    ctx = Context(**settings)
-    if not config.get("questions"):
-        raise SystemExit(f"error: {run_dir}/{CONFIG_FILE} names no questions file to replay")
+    if not run.records:
+        raise SystemExit(f"error: {run_dir} holds no record")
+    try:
+        config = json.loads((Path(run_dir) / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"error: {run_dir}/{CONFIG_FILE} is unreadable: {exc}") from None
+    context = config.get("context") if isinstance(config, dict) else None
+    if not isinstance(context, dict) or not config.get("questions"):
+        raise SystemExit(f"error: {run_dir}/{CONFIG_FILE} names no settings (context) or no "
+                         "questions file: it is not a kbqa eval run's")  # fmt: skip
+    settings = {k: v for k, v in context.items() if k in Context.__dataclass_fields__}
+    try:
+        ctx = Context(**settings)
+    except ValueError as exc:
+        raise SystemExit(f"error: {run_dir}/{CONFIG_FILE}: {exc}") from None
     missing = [r["qid"] for r in run.records if r.get("abstention_probability") is None]
     if missing:
         raise SystemExit(
@@ -87,15 +106,23 @@ def replay(run_dir: str, thresholds: list[float]) -> list[tuple[str, dict[str, A
             f"{missing[0]}): run kbqa eval again with a reader that has a threshold"
         )
     real = chat_model_for(ctx)
-    own = ctx.abstention_threshold
+    recorded = {r.get("abstention_threshold") for r in run.records}
+    if own is None and None not in recorded and len(recorded) == 1:
+        own = float(recorded.pop())
     if own is None:
-        own = float(getattr(real, "reader_abstention_threshold", 0.0))
+        raise SystemExit(
+            f"error: the records of {run_dir} do not say which threshold they were read at "
+            f"(thresholds recorded: {sorted(recorded, key=str)}): give it with --own"
+        )
     above = [t for t in thresholds if t > own]
     if above:
         raise SystemExit(f"error: thresholds above the run's own ({own}) need answers the reader "
                          f"never gave: {', '.join(map(str, above))}")  # fmt: skip
-    readings = {
-        r["question"]: (str(r["stage_answers"][0]["answer"]), float(r["abstention_probability"]))
+    readings = {  # keyed as the prompt shows the question (kbqa.prompts.answer)
+        strip_format_chars(r["question"]).strip(): (
+            str(r["stage_answers"][0]["answer"]),
+            float(r["abstention_probability"]),
+        )
         for r in run.records
         if r["stage_answers"] and r["stage_answers"][0]["stage"] == "generate"
     }
@@ -111,6 +138,9 @@ def replay(run_dir: str, thresholds: list[float]) -> list[tuple[str, dict[str, A
                 result = evaluate_questions(questions, ctx, tmp, upload=False, progress=False)
         finally:
             common.chat_model_for = chat_model_for
+        if reader.misses:
+            raise SystemExit(f"error: {len(reader.misses)} prompts held no question of {run_dir} "
+                             f"(the last lines of the first: {reader.misses[0][-80:]!r})")  # fmt: skip
         rows.append((f"replayed at {t:g}" + (" (its own)" if t == own else ""), result.summary))
     return rows
 
@@ -119,7 +149,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("run", help="a kbqa eval run directory")
     ap.add_argument("--thresholds", default="0.5,0.6,0.7,0.8", help="comma-separated, in (0, 1]")
+    ap.add_argument("--own", type=float, default=None,
+                    help="the threshold the run read at, for runs recorded before kbqa "
+                    "recorded it (default: the records' abstention_threshold)")  # fmt: skip
     args = ap.parse_args()
+    if args.own is not None and not 0 < args.own <= 1:
+        raise SystemExit(f"error: --own must be in (0, 1], got {args.own}")
+    if not args.thresholds.replace(",", "").strip():
+        raise SystemExit("error: --thresholds is empty: give one or more, e.g. 0.5,0.7")
     try:
         thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()]
     except ValueError:
@@ -127,7 +164,7 @@ def main() -> None:
     if not thresholds or any(not 0 < t <= 1 for t in thresholds):
         raise SystemExit(f"error: --thresholds must be in (0, 1], got {args.thresholds!r}")
     try:
-        rows = replay(args.run, thresholds)
+        rows = replay(args.run, thresholds, args.own)
     except KBQAError as exc:
         raise SystemExit(f"error: {exc}") from None
     print("| reader | answerable EM / F1 | abstained: answerable / unanswerable | F1 |")

@@ -116,6 +116,7 @@ class OutputState(TypedDict, total=False):
         abstention_probability: The reader's probability (0-1) of starting the abstention
             phrase at the first token of its first reading, which an abstention threshold
             compares (generate); ``None`` when no threshold decided it.
+        abstention_threshold: The threshold it was compared with (generate).
         stage_answers: Cleaned answer of every answering stage in order (``generate``,
             ``retry``, ...), so evaluations can attribute the final answer and count what each
             later stage changed.
@@ -151,6 +152,7 @@ class OutputState(TypedDict, total=False):
     context_index: str
     raw_answer: str
     abstention_probability: float | None
+    abstention_threshold: float | None
     stage_answers: Annotated[list[StageAnswer], extend]
     question_coverage: float
     verified_answer: str

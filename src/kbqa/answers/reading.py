@@ -41,6 +41,9 @@ class Reading(NamedTuple):
     """The reader's probability of starting the abstention phrase at its first token, in
     [0, 1] (:class:`~kbqa.llm.grounding.AbstentionThreshold`); ``None`` when no threshold
     decided it (a chat-template reader, or threshold 0)."""
+    abstention_threshold: float | None = None
+    """The threshold that probability was compared with (the run's or the reader's own);
+    ``None`` when none was."""
 
 
 def generate_answer(
@@ -101,7 +104,8 @@ def generate_answer(
     raw, probability = stream_until_abstention(
         model, messages, stop, max_tokens or ctx.max_answer_tokens, ctx.abstention_phrase, **extra
     )
-    return Reading(raw, kept, tokens, probability)
+    used = extra.get("abstention_threshold")
+    return Reading(raw, kept, tokens, probability, None if used is None else float(used))
 
 
 def _uses_cache(model: BaseChatModel) -> bool:

@@ -108,6 +108,7 @@ def make_record(
         "stage_answers": out.get("stage_answers", []),
         "raw_answer": out.get("raw_answer", ""),
         "abstention_probability": out.get("abstention_probability"),
+        "abstention_threshold": out.get("abstention_threshold"),
         "question_coverage": out.get("question_coverage"),
         "verify_changed": out.get("verify_changed"),
         "web_query": out.get("web_query"),

@@ -25,6 +25,7 @@ PER_QUESTION: dict[str, Any] = {
     "context_index": "",
     "raw_answer": "",
     "abstention_probability": None,
+    "abstention_threshold": None,
     "verified_answer": "",
     "verify_changed": False,
     "fallback_answer": "",

@@ -19,7 +19,8 @@ log = logging.getLogger("kbqa.generate")
 
 def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Answer from ``retrieved``; sets ``raw_answer``, ``context_chunk_ids`` and, on the first
-    reading, ``abstention_probability`` (:class:`~kbqa.answers.reading.Reading`). With nothing
+    reading, ``abstention_probability`` and ``abstention_threshold``
+    (:class:`~kbqa.answers.reading.Reading`). With nothing
     retrieved the reader is not called: the answer is the abstention phrase and the route
     records ``generate: no context``.
 
@@ -34,7 +35,8 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         return {"raw_answer": ctx.abstention_phrase, "context_chunk_ids": [],
                 **visited("generate", started, "generate: no context")}  # fmt: skip
     try:
-        raw, kept, _, probability = answer_state(state, ctx, passages)
+        reading = answer_state(state, ctx, passages)
+        raw, kept = reading.raw, reading.kept
     except ValueError:
         raise  # the question does not fit the context window: the caller's to fix
     except Exception as exc:  # the model failed at run time: the extractor answers instead
@@ -47,5 +49,6 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         **visited("generate", started),
     }
     if not state.get("retries"):  # the first reading's: what an abstention threshold decides
-        update["abstention_probability"] = probability
+        update["abstention_probability"] = reading.abstention_probability
+        update["abstention_threshold"] = reading.abstention_threshold
     return update

@@ -169,10 +169,14 @@ def main() -> None:
         raise SystemExit(f"error: {exc}") from None
     print("| reader | answerable EM / F1 | abstained: answerable / unanswerable | F1 |")
     print("|---|---|---|---|")
+
+    def pct(value: float | None) -> str:  # None: the run has no question of that kind
+        return "-" if value is None else f"{100 * value:.1f}%"
+
     for label, s in rows:
         print(f"| {label} | {s['exact_match_answerable']:.3f} / {s['token_f1_answerable']:.3f} | "
-              f"{100 * s['abstention_rate_answerable']:.1f}% / "
-              f"{100 * s['abstention_rate_unanswerable']:.1f}% | {s['token_f1']:.3f} |")  # fmt: skip
+              f"{pct(s['abstention_rate_answerable'])} / "
+              f"{pct(s['abstention_rate_unanswerable'])} | {s['token_f1']:.3f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

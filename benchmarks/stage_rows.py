@@ -13,11 +13,10 @@ measured per run (``summary.json``), not per stage, so it is printed once per ru
 from __future__ import annotations
 
 import argparse
-import math
 
 from kbqa.errors import KBQAError
 from kbqa.evals.run_dir import load_run
-from kbqa.evals.summary import after_each_stage
+from kbqa.evals.summary import after_each_stage, p95
 
 
 def fmt(value: float | None, pct: bool = False) -> str:
@@ -57,7 +56,6 @@ def main() -> None:
             print(row(r["after"] if i == 0 else f"+ {r['after']}", r))
     for name in args.default:
         run = runs[name]
-        secs = sorted(float(r["seconds"]) for r in run.records)
         s = run.summary
         full = {
             "questions": s["questions"],
@@ -66,7 +64,7 @@ def main() -> None:
             "abstention_rate_unanswerable": s["abstention_rate_unanswerable"],
             "token_f1": s["token_f1"],
             "seconds_median": s["seconds_per_question_median"],
-            "seconds_p95": secs[min(len(secs) - 1, math.ceil(0.95 * len(secs)) - 1)],
+            "seconds_p95": p95([float(r["seconds"]) for r in run.records]),
         }
         print(f"\n{name}, measured (peak RSS {s.get('peak_rss_mib') or '-'} MiB)"
               f"\n\n{head}\n{row('default graph', full)}")  # fmt: skip

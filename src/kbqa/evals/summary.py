@@ -86,7 +86,8 @@ STAGE_ORDER = ("generate", "extract", "retry", "cross_check", "verify", "fallbac
 follow it."""
 
 
-def _p95(values: list[float]) -> float | None:
+def p95(values: list[float]) -> float | None:
+    """The 95th percentile (nearest rank) of ``values``, rounded to 4 places; None when empty."""
     if not values:
         return None
     ordered = sorted(values)
@@ -154,7 +155,7 @@ def after_each_stage(records: list[Record]) -> list[dict[str, Any]]:
             "abstention_rate_unanswerable": _mean(abst_unans),
             "token_f1": _mean(f1_all),
             "seconds_median": _median(secs),
-            "seconds_p95": _p95(secs),
+            "seconds_p95": p95(secs),
         })  # fmt: skip
     return rows
 

@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -208,11 +209,41 @@ def test_json_mode_answers_every_line_and_a_thread_has_one_chat(
     thread = lines[0]["thread"]
     holder = spawn(both_index, db, "--thread", thread, model="fake/script:ঢাকা")
     holder.expect(PROMPT)
+    assert list(tmp_path.glob("j.sqlite.*.lock")) != [], "the holder's lock file is there"
     second = _chat(both_index, "--db", str(db), "--thread", thread)
     assert second.returncode == 2 and "open in another kbqa chat" in second.stderr
     holder.sendline("/quit")
     holder.expect(pexpect.EOF)
     assert _chat(both_index, "--db", str(db), "--thread", thread).returncode == 0
+    assert list(tmp_path.glob("j.sqlite.*.lock")) == [], "chats leave no lock file behind"
+
+
+def test_a_lock_on_a_removed_lock_file_is_taken_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbqa.cli import threads
+
+    db = tmp_path / "c.sqlite"
+    first = threads.lock_thread(db, "t")
+    real_flock, calls = threads.fcntl.flock, []
+
+    def flock_after_release(handle: Any, op: int) -> None:
+        # the first holder releases (and removes the file) between this open and this lock
+        if not calls:
+            threads.release_thread(first)
+        calls.append(op)
+        real_flock(handle, op)
+
+    monkeypatch.setattr(threads.fcntl, "flock", flock_after_release)
+    second = threads.lock_thread(db, "t")
+    monkeypatch.setattr(threads.fcntl, "flock", real_flock)
+    assert len(calls) == 2, "the lock on the removed file was dropped and taken again"
+    path = tmp_path / "c.sqlite.t.lock"
+    assert os.stat(path).st_ino == os.fstat(second.fileno()).st_ino
+    with pytest.raises(ValueError, match="open in another kbqa chat"):
+        threads.lock_thread(db, "t")
+    threads.release_thread(second)
+    assert not path.exists()
 
 
 def test_threads_live_in_the_cache_root_and_old_threads_are_kept(

@@ -288,8 +288,10 @@ def test_bad_record_in_the_middle_is_an_error_and_nothing_is_cut(
         before = rec.read_bytes()
         code, text = fake_eval(qa_file, tiny_index, run_dir, "--model", "fake/abstain")
         assert code == 2 and "records.jsonl:2 is not a kbqa record" in text, text
+        assert "--overwrite" in text
         code, text = cli("eval", "report", str(run_dir))
         assert code == 2 and "records.jsonl:2" in text
+        assert "--overwrite" not in text, "a reader of runs has no --overwrite to offer"
         assert rec.read_bytes() == before, "nothing is cut from a file with a bad line"
 
 

@@ -466,6 +466,17 @@ def test_scrub_hides_every_form_of_the_password() -> None:
     assert secrets("postgres://u@h/d") == set()
 
 
+def test_a_short_password_is_hidden_where_it_stands_alone_not_inside_words() -> None:
+    from kbqa.cli.pg_threads import scrub, secrets
+
+    hidden = secrets("postgresql://u:a@h/d")
+    message = 'password authentication failed for user "u" (password a, conninfo password=a)'
+    assert scrub(message, hidden) == (
+        'password authentication failed for user "u" (password ***, conninfo password=***)'
+    )
+    assert scrub("x=a;", secrets("postgresql://u:%3D@h/d")) == "x***a;"
+
+
 def test_urls_lose_their_password_and_other_schemes_are_refused(tmp_path: Path) -> None:
     assert redact("postgresql://u:p@h:1/d?sslmode=require&password=p") == (
         "postgresql://u@h:1/d?sslmode=require"

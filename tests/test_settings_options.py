@@ -9,7 +9,7 @@ import pytest
 import typer.main
 
 from kbqa.cli import app
-from kbqa.cli.settings import option_args
+from kbqa.cli.settings import inert_settings, option_args
 from kbqa.context import Context
 
 OWN_OPTIONS = {
@@ -53,3 +53,40 @@ def test_option_args_give_a_command_back_the_same_settings() -> None:
     cmd = command("eval run")
     parsed = cmd.make_context("run", ["questions.jsonl", *option_args(settings)]).params
     assert {name: parsed[name] for name in settings} == settings
+
+
+def test_a_setting_another_one_switches_off_warns_and_is_not_passed_on() -> None:
+    settings = Context(index_dir="idx", web_search="off").settings()
+    warned = inert_settings(settings, ["retry_k", "verifier_adapter", "web_timeout", "k"])
+    assert warned == {
+        "retry_k": "--retry-k has no effect without --max-retries 1 or more",
+        "verifier_adapter": "--verifier-adapter has no effect without --verify",
+        "web_timeout": "--web-timeout has no effect without --web-search",
+    }
+    on = {**settings, "max_retries": 1, "verify": True, "web_search": "ddgs"}
+    assert inert_settings(on, ["retry_k", "verifier_adapter", "web_timeout"]) == {}
+    assert "--retry-k" not in option_args(settings)
+    assert "--retry-k" in option_args(on)
+
+
+@pytest.mark.parametrize(
+    ("extra", "warning"),
+    [
+        (["--retry-k", "20"], "warning: --retry-k has no effect without --max-retries 1 or more"),
+        (["--no-retry-unread-first"], "warning: --retry-unread-first has no effect without"),
+        (["--retry-k", "20", "--max-retries", "1"], None),
+        ([], None),
+    ],
+)
+def test_the_command_line_warns_once_about_an_option_without_effect(
+    tmp_path: Any, extra: list[str], warning: str | None
+) -> None:
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(app, ["ask", "q", "--index", str(tmp_path / "none"), *extra])
+    assert res.exit_code != 0, "no index: the command still fails as before"
+    warnings = [line for line in res.output.splitlines() if line.startswith("warning:")]
+    if warning is None:
+        assert warnings == []
+    else:
+        assert len(warnings) == 1 and warnings[0].startswith(warning), res.output

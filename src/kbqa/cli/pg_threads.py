@@ -94,14 +94,27 @@ def secrets(url: str) -> set[str]:
     return {text for text in found if text}
 
 
+SHORT_SECRET = 3
+"""A password of at most this many characters is hidden only where it stands alone (not inside
+a longer run of letters and digits), so that ``a`` does not hide every ``a`` of a message."""
+
+
+def _hide(text: str, secret: str) -> str:
+    if len(secret) > SHORT_SECRET:
+        return text.replace(secret, "***")
+    before = r"(?<!\w)" if re.match(r"\w", secret) else ""
+    after = r"(?!\w)" if re.search(r"\w$", secret) else ""
+    return re.sub(before + re.escape(secret) + after, "***", text)
+
+
 def scrub(text: str, hidden: Iterable[str]) -> str:
     """``text`` on one line, each of ``hidden`` (see :func:`secrets`) shown as ``***``."""
     hidden = sorted(hidden, key=len, reverse=True)
     for secret in hidden:  # as written, then in the text put on one line
-        text = text.replace(secret, "***")
+        text = _hide(text, secret)
     text = re.sub(r"\s+", " ", text).strip()
     for secret in hidden:
-        text = text.replace(re.sub(r"\s+", " ", secret).strip() or secret, "***")
+        text = _hide(text, re.sub(r"\s+", " ", secret).strip() or secret)
     return text
 
 

@@ -33,7 +33,42 @@ OPTION_ENV = {"index_dir": "KBQA_INDEX", "model": "KBQA_MODEL", "web_search": "K
 ENV_DEFAULTS: dict[str, Any] = {"index_dir": "index", "model": DEFAULT_MODEL, "web_search": "off"}
 """Defaults of the fields whose default is read from the environment at construction."""
 
+INERT_UNLESS: dict[str, tuple[str, Callable[[Any], bool], str]] = {
+    "retry_k": ("max_retries", lambda v: v > 0, "--max-retries 1 or more"),
+    "retry_unread_first": ("max_retries", lambda v: v > 0, "--max-retries 1 or more"),
+    "verifier_model": ("verify", bool, "--verify"),
+    "verifier_adapter": ("verify", bool, "--verify"),
+    "max_verify_tokens": ("verify", bool, "--verify"),
+    "web_timeout": ("web_search", lambda v: v != "off", "--web-search"),
+    "web_max_results": ("web_search", lambda v: v != "off", "--web-search"),
+}
+"""Settings that only act when another one is on: field -> (that field, its test, the option)."""
+
 F = TypeVar("F", bound=Callable[..., Any])
+CLICK_CONTEXT = "kbqa_click_context"
+"""The wrapper's own parameter for the command's context (which options the user gave)."""
+
+
+def inert_settings(settings: dict[str, Any], given: Iterable[str]) -> dict[str, str]:
+    """The settings in ``given`` (set by the user) that ``settings`` leaves unused, each with a
+    warning.
+
+    Example: ``--retry-k 20`` without ``--max-retries`` -> ``{"retry_k": "--retry-k has no effect
+    without --max-retries 1 or more"}``.
+    """
+    out = {}
+    for name in given:
+        rule = INERT_UNLESS.get(name)
+        if rule is None or rule[0] not in settings or rule[1](settings[rule[0]]):
+            continue
+        out[name] = f"{option_decls(name)[0].split('/')[0]} has no effect without {rule[2]}"
+    return out
+
+
+def _given(click_ctx: typer.Context, names: Iterable[str]) -> list[str]:
+    """The names among ``names`` whose option came from the command line or the environment."""
+    user = ("COMMANDLINE", "ENVIRONMENT")  # click's ParameterSource (typer vendors click)
+    return [n for n in names if getattr(click_ctx.get_parameter_source(n), "name", "") in user]
 
 
 def option_decls(name: str) -> tuple[str, ...]:
@@ -79,10 +114,16 @@ def context_options(only: Iterable[str] | None = None) -> Callable[[F], F]:
         signature = inspect.signature(command, eval_str=True)
         own = [p for p in signature.parameters.values() if p.name != "settings"]
         extra = [_parameter(n, hints[n], helps[n]) for n in names]
+        # Typer hands a parameter annotated typer.Context the command's context (not an option)
+        extra.append(inspect.Parameter(CLICK_CONTEXT, inspect.Parameter.KEYWORD_ONLY,
+                                       annotation=typer.Context))  # fmt: skip
 
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
+            click_ctx = kwargs.pop(CLICK_CONTEXT)
             settings = {n: kwargs.pop(n) for n in names if n in kwargs}
+            for warning in inert_settings(settings, _given(click_ctx, settings)).values():
+                typer.echo(f"warning: {warning}", err=True)
             return command(*args, settings=settings, **kwargs)
 
         run.__signature__ = signature.replace(parameters=[*own, *extra])  # type: ignore[attr-defined]
@@ -96,9 +137,13 @@ def context_options(only: Iterable[str] | None = None) -> Callable[[F], F]:
 
 def option_args(settings: dict[str, Any]) -> list[str]:
     """Command-line arguments that give a command decorated with :func:`context_options` these
-    ``settings`` (``None`` values are left out: the option's default is None)."""
+    ``settings`` (``None`` values are left out: the option's default is None; so are the
+    settings that another one switches off, :data:`INERT_UNLESS`, which would only warn)."""
     args: list[str] = []
+    inert = inert_settings(settings, settings)
     for name, value in settings.items():
+        if name in inert:
+            continue
         decl = option_decls(name)[0]
         if isinstance(value, bool):
             on, _, off = decl.partition("/")

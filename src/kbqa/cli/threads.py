@@ -5,7 +5,9 @@ before it is used, and a lock per thread so that one thread is written by one ch
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -95,13 +97,13 @@ class SqliteThreads:
         """
         handle = lock_thread(self.db, thread)
         if self._lock is not None:
-            self._lock.close()
+            release_thread(self._lock)
         self._lock = handle
 
     def close(self) -> None:
         """Release the lock and close the file."""
         if self._lock is not None:
-            self._lock.close()
+            release_thread(self._lock)
             self._lock = None
         self.conn.close()
 
@@ -156,18 +158,36 @@ def open_db(db: Path) -> sqlite3.Connection:
 
 def lock_thread(db: Path, thread: str) -> IO[str]:
     """Lock ``thread`` of ``db`` for this process (an exclusive lock on a file beside the
-    database, released when the returned handle is closed or the process ends): two chats
-    writing one thread would lose each other's turns.
+    database, held until :func:`release_thread`, or until the handle is closed or the process
+    ends): two chats writing one thread would lose each other's turns.
+
+    The file is removed on release, so chats leave no empty files behind. A lock taken on a
+    file that was removed meanwhile is taken again on the new one (the usual lock-file check:
+    the locked file must still be the one at the path).
 
     Raises:
         ValueError: Another ``kbqa chat`` holds it.
     """
-    handle = db.with_name(f"{db.name}.{thread}.lock").open("w")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
-        raise ValueError(
-            f"thread {thread} is open in another kbqa chat; leave that one first"
-        ) from None
-    return handle
+    path = db.with_name(f"{db.name}.{thread}.lock")
+    while True:
+        handle = path.open("a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise ValueError(
+                f"thread {thread} is open in another kbqa chat; leave that one first"
+            ) from None
+        try:
+            if os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
+                return handle
+        except FileNotFoundError:
+            pass
+        handle.close()  # released and removed by its holder between open and lock
+
+
+def release_thread(handle: IO[str]) -> None:
+    """Remove the lock file of :func:`lock_thread` while still holding it, then close it."""
+    with contextlib.suppress(OSError):
+        os.unlink(handle.name)
+    handle.close()

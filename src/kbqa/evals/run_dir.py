@@ -208,10 +208,9 @@ def read_records(path: Path, *, repair: bool = True) -> dict[str, dict[str, Any]
         if problem:
             if last and rec is None:
                 break
-            raise InputError(
-                f"{path}:{lineno} is not a kbqa record ({problem}); remove that line or start "
-                "over with --overwrite"
-            )
+            # a reader (repair off) has no --overwrite to offer; only `kbqa eval` has
+            remedy = "remove that line" + (" or start over with --overwrite" if repair else "")
+            raise InputError(f"{path}:{lineno} is not a kbqa record ({problem}); {remedy}")
         assert isinstance(rec, dict)
         done[rec["qid"]] = rec
         good += len(line)

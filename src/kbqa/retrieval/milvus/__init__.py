@@ -1,4 +1,4 @@
-"""A Milvus copy of a kbqa index (Milvus Lite, a local file, or a Milvus server or cluster):
+"""A Milvus copy of a kbqa index (Milvus Lite, a local folder, or a Milvus server or cluster):
 :func:`write_store` writes one from a built index, :func:`open_milvus_retriever` searches it.
 
 Needs the optional extra ``kbqa[milvus]`` (pymilvus, milvus-lite); nothing here imports pymilvus

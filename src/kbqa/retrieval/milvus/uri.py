@@ -2,7 +2,7 @@
 
 Forms (the part after ``#`` names the collections, default :data:`DEFAULT_COLLECTION`)::
 
-    milvus://kb.db                      Milvus Lite, a local file (relative to the working dir)
+    milvus://kb.db                      Milvus Lite, a local folder (relative to the working dir)
     milvus:///srv/kbqa/kb.db#bnwiki     Milvus Lite, an absolute path, collections bnwiki__*
     milvus://http://host:19530#bnwiki   a Milvus server or cluster (https:// for TLS)
 
@@ -52,7 +52,7 @@ class MilvusStore:
 
     @property
     def is_lite(self) -> bool:
-        """True for an embedded Milvus Lite file, False for a server."""
+        """True for an embedded Milvus Lite store (a local folder), False for a server."""
         return not self.uri.startswith(("http://", "https://"))
 
     def __str__(self) -> str:

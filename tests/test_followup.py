@@ -13,6 +13,7 @@ from kbqa.context import Context
 from kbqa.graph import build_graph, graph
 
 TAGORE = LastTurn("গীতাঞ্জলি কে লিখেছেন?", "রবীন্দ্রনাথ ঠাকুর", "person", "গীতাঞ্জলি")
+STELE = LastTurn("কোন জাদুঘরে সারগনিক বিজয় ফলক আছে?", "ল্যুভর", "other", "সারগনের বিজয় ফলক")
 
 
 @pytest.mark.parametrize(
@@ -26,6 +27,18 @@ TAGORE = LastTurn("গীতাঞ্জলি কে লিখেছেন?", "
          "When was Rabindranath Tagore born?"),
         ("How tall is it?", LastTurn("When was it built?", "1889", "date", "Eiffel Tower"),
          "How tall is Eiffel Tower?"),
+        # a demonstrative and its noun: the last answer when the last question asked for
+        # that noun, the page when its title holds the noun; the noun's case ending is kept
+        ("এই জাদুঘর কোন শহরে অবস্থিত?", STELE, "ল্যুভর জাদুঘর কোন শহরে অবস্থিত?"),
+        ("আর এই জাদুঘরের প্রতিষ্ঠাতা কে?", STELE, "ল্যুভর জাদুঘরের প্রতিষ্ঠাতা কে?"),
+        ("এই ফলকটি কত পুরনো?", STELE, "সারগনের বিজয় ফলকটি কত পুরনো?"),
+        ("এই বছর কী হয়েছিল?", STELE, "এই বছর কী হয়েছিল?"),  # echoes nothing: kept
+        ("Where is this museum?",
+         LastTurn("Which museum holds the stele?", "the Louvre", "other", "Victory Stele"),
+         "Where is the Louvre museum?"),
+        ("How old is this stele?",
+         LastTurn("Which museum holds the stele?", "the Louvre", "other", "Victory Stele"),
+         "How old is Victory Stele?"),
         ("ঢাকা কোথায়?", TAGORE, "ঢাকা কোথায়?"),  # not a follow-up
         ("আর তিনি কবে জন্মেছিলেন?", None, "আর তিনি কবে জন্মেছিলেন?"),  # nothing to refer to
         ("আর তিনি কবে জন্মেছিলেন?", LastTurn("কে?", "", "person", ""),

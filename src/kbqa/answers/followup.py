@@ -10,6 +10,11 @@ Rules, not a model (the 270M reader cannot rewrite reliably):
   answer was read from (the topic of the conversation): after "Who wrote Gitanjali?" ->
   "Rabindranath Tagore", "he" is the answer; after "When was the Eiffel Tower built?", "it" is
   the page "Eiffel Tower".
+- A demonstrative and its noun (``এই জাদুঘর``, ``this museum``) refer to the last answer when
+  the last question asked for that noun (``কোন জাদুঘরে ...?``, ``which museum ...?``), else to
+  the page title when the title holds it; they become the referent with the noun kept
+  (``ল্যুভর জাদুঘর``, with its case ending: ``এই জাদুঘরের`` -> ``ল্যুভর জাদুঘরের``). Other
+  demonstratives are left alone.
 - The pronoun is replaced by the referent (a possessive by its genitive: ``তাঁর`` ->
   ``রবীন্দ্রনাথ ঠাকুরের``, ``his`` -> ``Rabindranath Tagore's``), and a leading ``আর`` /
   ``and`` is dropped. A question that is not a follow-up, or has no usable last turn, is kept.
@@ -19,6 +24,7 @@ Rules, not a model (the 270M reader cannot rewrite reliably):
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import regex
@@ -30,8 +36,24 @@ PERSON_GENITIVE = {"bn": {"তাঁর", "তার", "ওনার", "তা�
 THING = {"bn": {"এটি", "এটা", "সেটি", "সেটা", "ওটি"}, "en": {"it", "this"}}
 THING_GENITIVE = {"bn": {"এর", "এটির", "সেটির", "এটার"}, "en": {"its"}}
 PLACE = {"bn": {"সেখানে", "সেখানকার", "ওখানে"}, "en": {"there"}}
+DEMONSTRATIVE = {"bn": {"এই", "ওই", "সেই"}, "en": {"this"}}  # "that" is mostly a conjunction
+"""Determiners that point back when their noun echoes the last turn (see the module docstring)."""
+WHICH = {"bn": {"কোন", "কোনো"}, "en": {"which", "what"}}
+"""Words before the noun a question asks for (``কোন জাদুঘরে``, ``which museum``)."""
+MIN_STEM = 3
+"""Letters two forms of a noun must share to be one noun (``জাদুঘরে`` / ``জাদুঘর``)."""
 LEADING = regex.compile(r"^\s*(?:আর|এবং|and|what about|how about)\b[\s,]*", regex.I)
 _WORD = regex.compile(r"[\p{L}\p{M}']+")
+_DET_NOUN = {
+    lang: regex.compile(
+        r"(?P<det>" + "|".join(sorted(words, key=len, reverse=True)) + r")\s+"
+        r"(?P<noun>[\p{L}\p{M}']+)|[\p{L}\p{M}']+",
+        regex.I,
+    )
+    for lang, words in DEMONSTRATIVE.items()
+}
+"""A demonstrative and the word after it, else one word (the words :func:`standalone_question`
+replaces)."""
 _BN_VOWEL_END = regex.compile(r"[\u09be-\u09cc\u0985-\u0994]$")
 """A Bangla word ending in a vowel or vowel sign takes ``র`` for the genitive, others ``ের``."""
 
@@ -54,12 +76,50 @@ class LastTurn:
 
 
 def is_followup(question: str, language: str) -> bool:
-    """The question refers back: a referring pronoun, or a leading ``আর`` / ``and``."""
+    """The question refers back: a referring pronoun or demonstrative, or a leading ``আর`` /
+    ``and``."""
     lang = "bn" if language == "bn" else "en"
     words = {w.lower() for w in _WORD.findall(question)}
     pronouns = (PERSON[lang] | PERSON_GENITIVE[lang] | THING[lang] | THING_GENITIVE[lang]
-                | PLACE[lang])  # fmt: skip
+                | PLACE[lang] | DEMONSTRATIVE[lang])  # fmt: skip
     return bool(words & pronouns) or bool(LEADING.match(question))
+
+
+def _same_noun(a: str, b: str) -> bool:
+    """One noun in two forms: one is the other plus a case ending (``জাদুঘরে``, ``জাদুঘর``)."""
+    a, b = a.lower(), b.lower()
+    return min(len(a), len(b)) >= MIN_STEM and (a.startswith(b) or b.startswith(a))
+
+
+def _asked_noun(question: str, lang: str) -> str:
+    """The noun after ``কোন`` / ``which`` in ``question`` ("" when none)."""
+    words = _WORD.findall(question)
+    for word, following in itertools.pairwise(words):
+        if word.lower() in WHICH[lang]:
+            return str(following)
+    return ""
+
+
+def _with_noun(referent: str, noun: str) -> str:
+    """``referent`` with ``noun`` after it; with only the noun's case ending when the referent
+    ends in that noun (``ল্যুভর জাদুঘর`` + ``জাদুঘরের`` -> ``ল্যুভর জাদুঘরের``); alone when the
+    noun is another of its words (``Victory Stele of Naram-Sin`` + ``stele``)."""
+    words = referent.split()
+    if words and _same_noun(words[-1], noun):
+        return referent + noun[len(words[-1]) :] if len(noun) > len(words[-1]) else referent
+    if any(_same_noun(w, noun) for w in words):
+        return referent
+    return f"{referent} {noun}"
+
+
+def _demonstrative_referent(noun: str, last: LastTurn, lang: str) -> str:
+    """What ``এই NOUN`` / ``this NOUN`` refers to in ``last`` ("" when nothing)."""
+    asked = _asked_noun(last.question, lang)
+    if last.answer and asked and _same_noun(asked, noun):
+        return last.answer
+    if any(_same_noun(w, noun) for w in last.title.split()):
+        return last.title
+    return ""
 
 
 def _genitive(referent: str, lang: str) -> str:
@@ -89,7 +149,19 @@ def standalone_question(question: str, language: str, last: LastTurn | None) -> 
 
     def swap(m: regex.Match[str]) -> str:
         nonlocal replaced
-        word = str(m.group(0))
+        if m.group("det") is not None:
+            det, noun = str(m.group("det")), str(m.group("noun"))
+            referent = _demonstrative_referent(noun, last, lang) if last is not None else ""
+            if referent:
+                replaced = True
+                return _with_noun(referent, noun)
+            # no referent: each word on its own ("this" alone is a pronoun of a thing)
+            gap = str(m.group(0))[len(det) : m.start("noun") - m.start()]
+            return swap_word(det) + gap + swap_word(noun)
+        return swap_word(str(m.group(0)))
+
+    def swap_word(word: str) -> str:
+        nonlocal replaced
         low = word.lower()
         for words, referent, genitive in (
             (PERSON[lang], person, False), (PERSON_GENITIVE[lang], person, True),
@@ -104,7 +176,7 @@ def standalone_question(question: str, language: str, last: LastTurn | None) -> 
         return word
 
     body = str(LEADING.sub("", question))
-    out = str(_WORD.sub(swap, body))
+    out = str(_DET_NOUN[lang].sub(swap, body))
     if not replaced:  # "আর ঢাকা?" / "and Dhaka?": nothing to fill in
         return question if body == question else body[:1].upper() + body[1:]
     return out[:1].upper() + out[1:] if lang == "en" else out

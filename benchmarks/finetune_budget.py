@@ -54,6 +54,13 @@ def main() -> None:
         default="",
         help="score only the checkpoints nearest these training minutes (15,60,...)",
     )
+    ap.add_argument(
+        "--steps",
+        default="",
+        help="score only the checkpoints at these steps (400,1000,...); for a run whose wall "
+        "time holds pauses, where minutes say little",
+    )
+    ap.add_argument("--no-base", action="store_true", help="leave out the base model's row")
     ap.add_argument("--abstention-threshold", type=float, default=0.0)
     ap.add_argument("--json", help="write the rows here too")
     args = ap.parse_args()
@@ -69,11 +76,17 @@ def main() -> None:
     if args.minutes:
         checkpoints = sorted({nearest(checkpoints, float(m)) for m in args.minutes.split(",")},
                              key=lambda p: int(p.name.split("-")[-1]))  # fmt: skip
+    if args.steps:
+        wanted = {int(x) for x in args.steps.split(",")}
+        missing = wanted - {int(p.name.split("-")[-1]) for p in checkpoints}
+        if missing:
+            raise SystemExit(f"no checkpoint at step {', '.join(map(str, sorted(missing)))}")
+        checkpoints = [p for p in checkpoints if int(p.name.split("-")[-1]) in wanted]
     base = resolve_model("gemma3-270m")[0]
     rows: list[dict[str, Any]] = []
     print("| minutes | steps | val F1 | span F1 | abstain | yes/no | BanglaRQA reader-only F1 |")
     print("|---|---|---|---|---|---|---|")
-    for checkpoint in [None, *checkpoints]:
+    for checkpoint in [*([] if args.no_base else [None]), *checkpoints]:
         adapter = None
         minutes, steps = 0.0, 0
         if checkpoint is not None:

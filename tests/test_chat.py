@@ -246,16 +246,43 @@ def test_a_lock_on_a_removed_lock_file_is_taken_again(
     assert not path.exists()
 
 
-def test_threads_live_in_the_cache_root_and_old_threads_are_kept(
+@pytest.mark.parametrize("thread", ["a/b", "../up", "x" * 300, "ঢাকা"])
+def test_any_thread_name_can_be_locked(tmp_path: Path, thread: str) -> None:
+    from kbqa.cli import threads
+
+    db = tmp_path / "c.sqlite"
+    held = threads.lock_thread(db, thread)
+    with pytest.raises(ValueError, match="open in another kbqa chat"):
+        threads.lock_thread(db, thread)
+    assert [p.parent for p in tmp_path.glob("*.lock")] == [tmp_path], "beside the database"
+    threads.release_thread(held)
+    assert list(tmp_path.glob("*.lock")) == []
+
+
+def test_a_db_in_a_read_only_folder_is_named_as_such(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kbqa.cli.threads import default_db
+    from kbqa.cli import threads
 
-    monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path))
-    assert default_db() == tmp_path / "chat.sqlite"
-    old = tmp_path / "models" / "chat.sqlite"
-    old.parent.mkdir()
-    old.write_bytes(b"")  # a file from a version that kept threads beside the models
-    assert default_db() == old
-    (tmp_path / "chat.sqlite").write_bytes(b"")
-    assert default_db() == tmp_path / "chat.sqlite"
+    db = tmp_path / "x.sqlite"
+    threads.open_db(db).close()
+
+    def read_only(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Read-only file system")
+
+    # a read-only mount refuses even root, which chmod does not
+    monkeypatch.setattr(threads.tempfile, "TemporaryFile", read_only)
+    with pytest.raises(ValueError, match=f"its folder {tmp_path} is not writable"):
+        threads.open_db(db)
+
+
+def test_sigterm_releases_the_thread(both_index: Path, tmp_path: Path) -> None:
+    import signal
+
+    db = tmp_path / "t.sqlite"
+    holder = spawn(both_index, db, model="fake/script:ঢাকা")
+    holder.expect(PROMPT)
+    assert len(list(tmp_path.glob("t.sqlite.*.lock"))) == 1
+    holder.kill(signal.SIGTERM)
+    holder.expect(pexpect.EOF)
+    assert list(tmp_path.glob("t.sqlite.*.lock")) == [], "the lock file goes with the chat"

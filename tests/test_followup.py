@@ -39,6 +39,20 @@ STELE = LastTurn("কোন জাদুঘরে সারগনিক বি�
         ("How old is this stele?",
          LastTurn("Which museum holds the stele?", "the Louvre", "other", "Victory Stele"),
          "How old is Victory Stele?"),
+        ("এই নদীতে কী মাছ পাওয়া যায়?", LastTurn("ঢাকা কোন নদীর তীরে?", "বুড়িগঙ্গা", "location", "ঢাকা"),
+         "বুড়িগঙ্গা নদীতে কী মাছ পাওয়া যায়?"),  # নদীর / নদীতে: one noun, two endings
+        ("এই জাদুঘর কবে তৈরি হয়?",
+         LastTurn("কোন জাদুঘরে মোনালিসা আছে?", "ল্যুভর জাদুঘরে", "other", "মোনালিসা"),
+         "ল্যুভর জাদুঘর কবে তৈরি হয়?"),  # the question's case ending, not the answer's
+        ("এই জাদুঘর কবে তৈরি হয়?",
+         LastTurn("কোনো জাদুঘরে কি মোনালিসা আছে?", "হ্যাঁ", "yes/no", "মোনালিসা"),
+         "এই জাদুঘর কবে তৈরি হয়?"),  # কোনো is "any", not "which"
+        ("When was this museum built?",
+         LastTurn("What is the name of the museum which holds the Mona Lisa?", "the Louvre",
+                  "other", "Mona Lisa"),
+         "When was the Louvre museum built?"),
+        ("How tall is this tow?", LastTurn("When was it built?", "1889", "date", "Eiffel Tower"),
+         "How tall is Eiffel Tower tow?"),  # "tow" is not "tower": only "this" is replaced
         ("ঢাকা কোথায়?", TAGORE, "ঢাকা কোথায়?"),  # not a follow-up
         ("আর তিনি কবে জন্মেছিলেন?", None, "আর তিনি কবে জন্মেছিলেন?"),  # nothing to refer to
         ("আর তিনি কবে জন্মেছিলেন?", LastTurn("কে?", "", "person", ""),

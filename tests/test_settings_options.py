@@ -73,7 +73,8 @@ def test_a_setting_another_one_switches_off_warns_and_is_not_passed_on() -> None
     ("extra", "warning"),
     [
         (["--retry-k", "20"], "warning: --retry-k has no effect without --max-retries 1 or more"),
-        (["--no-retry-unread-first"], "warning: --retry-unread-first has no effect without"),
+        (["--no-retry-unread-first"], "warning: --no-retry-unread-first has no effect without"),
+        (["--retry-k", "20", "--max-retries", "-1"], None),  # the error alone: no warning too
         (["--retry-k", "20", "--max-retries", "1"], None),
         ([], None),
     ],

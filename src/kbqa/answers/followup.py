@@ -14,7 +14,9 @@ Rules, not a model (the 270M reader cannot rewrite reliably):
   the last question asked for that noun (``কোন জাদুঘরে ...?``, ``which museum ...?``), else to
   the page title when the title holds it; they become the referent with the noun kept
   (``ল্যুভর জাদুঘর``, with its case ending: ``এই জাদুঘরের`` -> ``ল্যুভর জাদুঘরের``). Other
-  demonstratives are left alone.
+  Bangla demonstratives are left alone; English ``this`` before another word stays the pronoun
+  of a thing (``When was this built?``), so ``this town`` after the Eiffel Tower is not
+  caught.
 - The pronoun is replaced by the referent (a possessive by its genitive: ``তাঁর`` ->
   ``রবীন্দ্রনাথ ঠাকুরের``, ``his`` -> ``Rabindranath Tagore's``), and a leading ``আর`` /
   ``and`` is dropped. A question that is not a follow-up, or has no usable last turn, is kept.
@@ -29,6 +31,8 @@ from dataclasses import dataclass
 
 import regex
 
+from kbqa.answers.aligned import same_stem
+
 PERSON = {"bn": {"তিনি", "সে", "উনি", "তাঁকে", "তাকে", "ওনাকে"},
           "en": {"he", "she", "him", "they", "them"}}  # fmt: skip
 PERSON_GENITIVE = {"bn": {"তাঁর", "তার", "ওনার", "তাঁদের", "তাদের"},
@@ -38,10 +42,9 @@ THING_GENITIVE = {"bn": {"এর", "এটির", "সেটির", "এটা
 PLACE = {"bn": {"সেখানে", "সেখানকার", "ওখানে"}, "en": {"there"}}
 DEMONSTRATIVE = {"bn": {"এই", "ওই", "সেই"}, "en": {"this"}}  # "that" is mostly a conjunction
 """Determiners that point back when their noun echoes the last turn (see the module docstring)."""
-WHICH = {"bn": {"কোন", "কোনো"}, "en": {"which", "what"}}
+WHICH = {"bn": {"কোন"}, "en": {"which", "what"}}  # not কোনো ("any")
 """Words before the noun a question asks for (``কোন জাদুঘরে``, ``which museum``)."""
-MIN_STEM = 3
-"""Letters two forms of a noun must share to be one noun (``জাদুঘরে`` / ``জাদুঘর``)."""
+_EN_ENDING = regex.compile(r"(?:'s|s'|es|s)$")
 LEADING = regex.compile(r"^\s*(?:আর|এবং|and|what about|how about)\b[\s,]*", regex.I)
 _WORD = regex.compile(r"[\p{L}\p{M}']+")
 _DET_NOUN = {
@@ -85,39 +88,41 @@ def is_followup(question: str, language: str) -> bool:
     return bool(words & pronouns) or bool(LEADING.match(question))
 
 
-def _same_noun(a: str, b: str) -> bool:
-    """One noun in two forms: one is the other plus a case ending (``জাদুঘরে``, ``জাদুঘর``)."""
-    a, b = a.lower(), b.lower()
-    return min(len(a), len(b)) >= MIN_STEM and (a.startswith(b) or b.startswith(a))
+def _same_noun(a: str, b: str, lang: str) -> bool:
+    """One noun in two forms: Bangla case endings (``জাদুঘরে``, ``জাদুঘরটির``: :func:`same_stem`),
+    English plurals and possessives (``museum``, ``museums``, ``museum's``)."""
+    if lang == "bn":
+        return same_stem(a, b)
+    return bool(_EN_ENDING.sub("", a.lower()) == _EN_ENDING.sub("", b.lower()))
 
 
-def _asked_noun(question: str, lang: str) -> str:
-    """The noun after ``কোন`` / ``which`` in ``question`` ("" when none)."""
+def _asked_nouns(question: str, lang: str) -> list[str]:
+    """The words after ``কোন`` / ``which`` / ``what`` in ``question`` (the noun it asks for),
+    and in English the word before ``which`` too (``the museum which holds ...``)."""
     words = _WORD.findall(question)
-    for word, following in itertools.pairwise(words):
-        if word.lower() in WHICH[lang]:
-            return str(following)
-    return ""
+    pairs = list(itertools.pairwise(words))
+    nouns = [str(b) for a, b in pairs if a.lower() in WHICH[lang]]
+    return nouns + [str(a) for a, b in pairs if lang == "en" and b.lower() == "which"]
 
 
-def _with_noun(referent: str, noun: str) -> str:
-    """``referent`` with ``noun`` after it; with only the noun's case ending when the referent
-    ends in that noun (``ল্যুভর জাদুঘর`` + ``জাদুঘরের`` -> ``ল্যুভর জাদুঘরের``); alone when the
-    noun is another of its words (``Victory Stele of Naram-Sin`` + ``stele``)."""
+def _with_noun(referent: str, noun: str, lang: str) -> str:
+    """``referent`` with ``noun`` after it; its last word given the noun's case ending when it
+    is that noun (``ল্যুভর জাদুঘরে`` + ``জাদুঘরের`` -> ``ল্যুভর জাদুঘরের``); alone when the noun is
+    another of its words (``Victory Stele of Naram-Sin`` + ``stele``)."""
     words = referent.split()
-    if words and _same_noun(words[-1], noun):
-        return referent + noun[len(words[-1]) :] if len(noun) > len(words[-1]) else referent
-    if any(_same_noun(w, noun) for w in words):
+    if words and _same_noun(words[-1], noun, lang):
+        return referent if lang == "en" else " ".join([*words[:-1], noun])
+    if any(_same_noun(w, noun, lang) for w in words):
         return referent
     return f"{referent} {noun}"
 
 
 def _demonstrative_referent(noun: str, last: LastTurn, lang: str) -> str:
     """What ``এই NOUN`` / ``this NOUN`` refers to in ``last`` ("" when nothing)."""
-    asked = _asked_noun(last.question, lang)
-    if last.answer and asked and _same_noun(asked, noun):
+    asked = _asked_nouns(last.question, lang)
+    if last.answer and any(_same_noun(a, noun, lang) for a in asked):
         return last.answer
-    if any(_same_noun(w, noun) for w in last.title.split()):
+    if any(_same_noun(w, noun, lang) for w in last.title.split()):
         return last.title
     return ""
 
@@ -154,7 +159,7 @@ def standalone_question(question: str, language: str, last: LastTurn | None) -> 
             referent = _demonstrative_referent(noun, last, lang) if last is not None else ""
             if referent:
                 replaced = True
-                return _with_noun(referent, noun)
+                return _with_noun(referent, noun, lang)
             # no referent: each word on its own ("this" alone is a pronoun of a thing)
             gap = str(m.group(0))[len(det) : m.start("noun") - m.start()]
             return swap_word(det) + gap + swap_word(noun)

@@ -72,6 +72,8 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     for handler in logging.getLogger().handlers:
         handler.addFilter(_below_warning_from_bm25s)
-    # SIGTERM unwinds like Ctrl-C, so half-written temporary files are removed.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    # SIGTERM (and SIGHUP, a closed terminal) unwinds like Ctrl-C, so half-written temporary
+    # files are removed and a chat releases its thread.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda signum, frame: sys.exit(128 + signum))
     app()

@@ -366,21 +366,23 @@ def chat(
         command = _resume_command(ctx.index_dir, db, session.thread)
         session.say(f"resume it with: {command}", style="dim", soft_wrap=True)
     recoverable: tuple[type[Exception], ...] = (KBQAError, ValueError, *session.store.errors)
-    while True:
-        try:
-            line = read_line(interactive).strip()
-        except KeyboardInterrupt:
-            continue
-        except EOFError:
-            break
-        if not line:
-            continue
-        if line.startswith("/"):
-            if not session.command(line):
+    try:  # SIGTERM exits through here too (kbqa.cli.app.main), releasing the thread
+        while True:
+            try:
+                line = read_line(interactive).strip()
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
                 break
-            continue
-        try:
-            session.ask(line)
-        except recoverable as exc:
-            session.say(f"error: {exc}", "red")
-    session.store.close()
+            if not line:
+                continue
+            if line.startswith("/"):
+                if not session.command(line):
+                    break
+                continue
+            try:
+                session.ask(line)
+            except recoverable as exc:
+                session.say(f"error: {exc}", "red")
+    finally:
+        session.store.close()

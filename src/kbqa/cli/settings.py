@@ -61,8 +61,19 @@ def inert_settings(settings: dict[str, Any], given: Iterable[str]) -> dict[str, 
         rule = INERT_UNLESS.get(name)
         if rule is None or rule[0] not in settings or rule[1](settings[rule[0]]):
             continue
-        out[name] = f"{option_decls(name)[0].split('/')[0]} has no effect without {rule[2]}"
+        on, _, off = option_decls(name)[0].partition("/")
+        given = off or f"--no-{on.removeprefix('--')}" if settings[name] is False else on
+        out[name] = f"{given} has no effect without {rule[2]}"
     return out
+
+
+def _valid(settings: dict[str, Any]) -> bool:
+    """``Context(**settings)`` accepts them (it checks values only; nothing is loaded)."""
+    try:
+        Context(**settings)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _given(click_ctx: typer.Context, names: Iterable[str]) -> list[str]:
@@ -122,8 +133,9 @@ def context_options(only: Iterable[str] | None = None) -> Callable[[F], F]:
         def run(*args: Any, **kwargs: Any) -> Any:
             click_ctx = kwargs.pop(CLICK_CONTEXT)
             settings = {n: kwargs.pop(n) for n in names if n in kwargs}
-            for warning in inert_settings(settings, _given(click_ctx, settings)).values():
-                typer.echo(f"warning: {warning}", err=True)
+            if _valid(settings):  # else the command's error says what is wrong, alone
+                for warning in inert_settings(settings, _given(click_ctx, settings)).values():
+                    typer.echo(f"warning: {warning}", err=True)
             return command(*args, settings=settings, **kwargs)
 
         run.__signature__ = signature.replace(parameters=[*own, *extra])  # type: ignore[attr-defined]

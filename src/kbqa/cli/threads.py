@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import re
 import sqlite3
+import tempfile
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -135,6 +137,14 @@ def open_db(db: Path) -> sqlite3.Connection:
         db.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"--db {db}: cannot create its folder ({exc.strerror})") from None
+    try:  # a real write: SQLite writes its journal beside the file, and os.access trusts root
+        with tempfile.TemporaryFile(dir=db.parent):
+            pass
+    except OSError as exc:
+        raise ValueError(
+            f"--db {db}: its folder {db.parent} is not writable ({exc.strerror or exc}); "
+            "kbqa chat writes every turn"
+        ) from None
     if db.is_file() and db.stat().st_size:
         try:
             probe = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -156,6 +166,14 @@ def open_db(db: Path) -> sqlite3.Connection:
         raise ValueError(f"--db {db}: {exc}") from None
 
 
+def _lock_name(thread: str) -> str:
+    """``thread`` as part of a file name: as it is when plain (letters, digits, ``_``, ``-``, at
+    most 64), else a BLAKE2b digest of it (a ``/``, or a name too long for the file system)."""
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", thread):
+        return thread
+    return "h" + hashlib.blake2b(thread.encode(), digest_size=12).hexdigest()
+
+
 def lock_thread(db: Path, thread: str) -> IO[str]:
     """Lock ``thread`` of ``db`` for this process (an exclusive lock on a file beside the
     database, held until :func:`release_thread`, or until the handle is closed or the process
@@ -168,7 +186,7 @@ def lock_thread(db: Path, thread: str) -> IO[str]:
     Raises:
         ValueError: Another ``kbqa chat`` holds it.
     """
-    path = db.with_name(f"{db.name}.{thread}.lock")
+    path = db.with_name(f"{db.name}.{_lock_name(thread)}.lock")
     while True:
         handle = path.open("a")
         try:

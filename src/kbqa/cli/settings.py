@@ -62,8 +62,8 @@ def inert_settings(settings: dict[str, Any], given: Iterable[str]) -> dict[str, 
         if rule is None or rule[0] not in settings or rule[1](settings[rule[0]]):
             continue
         on, _, off = option_decls(name)[0].partition("/")
-        given = off or f"--no-{on.removeprefix('--')}" if settings[name] is False else on
-        out[name] = f"{given} has no effect without {rule[2]}"
+        typed = off or f"--no-{on.removeprefix('--')}" if settings[name] is False else on
+        out[name] = f"{typed} has no effect without {rule[2]}"
     return out
 
 

@@ -271,7 +271,7 @@ def test_a_db_in_a_read_only_folder_is_named_as_such(
         raise PermissionError(13, "Read-only file system")
 
     # a read-only mount refuses even root, which chmod does not
-    monkeypatch.setattr(threads.tempfile, "TemporaryFile", read_only)
+    monkeypatch.setattr("kbqa.paths.tempfile.TemporaryFile", read_only)
     with pytest.raises(ValueError, match=f"its folder {tmp_path} is not writable"):
         threads.open_db(db)
 

@@ -463,3 +463,18 @@ def test_disjoint_from_on_the_command_line(tiny_index: Path, qa_file: Path, tmp_
     again = runner.invoke(app, [*base, "--seed", "1", "--disjoint-from", "0,0", "--out",
                                 str(tmp_path / "b")], env=env)  # fmt: skip
     assert again.exit_code == 0, again.output
+
+
+def test_a_run_folder_on_a_read_only_mount_is_named_as_such(
+    tiny_index: Path, qa_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def read_only(*args: object, **kwargs: object) -> None:
+        raise PermissionError(30, "Read-only file system")
+
+    # a read-only mount refuses even root, which os.access and chmod do not show
+    monkeypatch.setattr("kbqa.paths.tempfile.TemporaryFile", read_only)
+    run_dir = tmp_path / "run"
+    code, text = fake_eval(qa_file, tiny_index, run_dir, "--model", "fake/abstain")
+    assert code == 2, text
+    assert f"cannot write the run to {run_dir}: folder is not writable (Read-only" in text
+    assert list(run_dir.iterdir()) == []

@@ -326,7 +326,6 @@ def test_a_file_that_is_not_a_lite_store_is_named_and_left_alone(
 def test_unwritable_folder_is_named_before_building(
     kb_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kbqa.retrieval.milvus import uri as uri_mod
 
     folder = tmp_path / "ro"
     folder.mkdir()
@@ -341,7 +340,7 @@ def test_unwritable_folder_is_named_before_building(
         def read_only(*args: object, **kwargs: object) -> None:
             raise PermissionError(13, "Permission denied")
 
-        monkeypatch.setattr(uri_mod.tempfile, "TemporaryFile", read_only)
+        monkeypatch.setattr("kbqa.paths.tempfile.TemporaryFile", read_only)
     try:
         out = tmp_path / "idx"
         args = ["index", str(kb_file), "--out", str(out), "--embedder", "fake/hash"]

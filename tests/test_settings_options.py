@@ -76,6 +76,8 @@ def test_a_setting_another_one_switches_off_warns_and_is_not_passed_on() -> None
         (["--no-retry-unread-first"], "warning: --no-retry-unread-first has no effect without"),
         (["--retry-k", "20", "--max-retries", "-1"], None),  # the error alone: no warning too
         (["--retry-k", "20", "--max-retries", "1"], None),
+        (["--verifier-model", "fake/abstain"], "warning: --verifier-model has no effect without"),
+        (["--verifier-model", "no-such-model"], None),  # preload's unknown-model error, alone
         ([], None),
     ],
 )

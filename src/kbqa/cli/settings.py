@@ -19,7 +19,8 @@ from typing import Annotated, Any, TypeVar, get_type_hints
 import typer
 
 from kbqa.context import Context
-from kbqa.llm.models import DEFAULT_MODEL
+from kbqa.errors import ModelError
+from kbqa.llm.models import DEFAULT_MODEL, check_model_name
 
 OPTION_DECLS: dict[str, tuple[str, ...]] = {
     "index_dir": ("--index", "-i"),
@@ -68,11 +69,18 @@ def inert_settings(settings: dict[str, Any], given: Iterable[str]) -> dict[str, 
 
 
 def _valid(settings: dict[str, Any]) -> bool:
-    """``Context(**settings)`` accepts them (it checks values only; nothing is loaded)."""
+    """``Context(**settings)`` accepts them (it checks values only; nothing is loaded) and a
+    verifier model or adapter given names one that can load (as ``preload`` checks it, whether
+    or not ``--verify`` is on)."""
     try:
-        Context(**settings)
+        ctx = Context(**settings)
     except (TypeError, ValueError):
         return False
+    if ctx.verifier_model or ctx.verifier_adapter:
+        try:
+            check_model_name(ctx.verifier_model or ctx.model, ctx.verifier_adapter)
+        except ModelError:
+            return False
     return True
 
 

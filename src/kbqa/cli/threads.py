@@ -11,11 +11,12 @@ import hashlib
 import os
 import re
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from kbqa.paths import write_refusal
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 """``--db`` values that name a PostgreSQL database rather than a SQLite file."""
@@ -137,14 +138,12 @@ def open_db(db: Path) -> sqlite3.Connection:
         db.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"--db {db}: cannot create its folder ({exc.strerror})") from None
-    try:  # a real write: SQLite writes its journal beside the file, and os.access trusts root
-        with tempfile.TemporaryFile(dir=db.parent):
-            pass
-    except OSError as exc:
+    refusal = write_refusal(db.parent)  # SQLite writes its journal beside the file
+    if refusal:
         raise ValueError(
-            f"--db {db}: its folder {db.parent} is not writable ({exc.strerror or exc}); "
+            f"--db {db}: its folder {db.parent} is not writable ({refusal}); "
             "kbqa chat writes every turn"
-        ) from None
+        )
     if db.is_file() and db.stat().st_size:
         try:
             probe = sqlite3.connect(f"file:{db}?mode=ro", uri=True)

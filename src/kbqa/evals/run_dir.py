@@ -21,6 +21,7 @@ from typing import Any
 from kbqa.context import Context
 from kbqa.errors import InputError
 from kbqa.evals.summary import summarize
+from kbqa.paths import write_refusal
 from kbqa.version import __version__
 
 log = logging.getLogger("kbqa.evals")
@@ -109,8 +110,9 @@ def prepare_run_dir(
         d.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create {d}: {exc.strerror or exc}") from None
-    if not os.access(d, os.W_OK):
-        raise InputError(f"cannot write the run to {d}: folder is not writable")
+    refusal = write_refusal(d)
+    if refusal:
+        raise InputError(f"cannot write the run to {d}: folder is not writable ({refusal})")
     cfg_path, rec_path = d / CONFIG_FILE, d / RECORDS_FILE
     for p in (cfg_path, rec_path):
         if p.exists() and not p.is_file():

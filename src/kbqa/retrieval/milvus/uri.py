@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kbqa.errors import IndexLoadError
+from kbqa.paths import write_refusal
 
 SCHEME = "milvus://"
 DEFAULT_COLLECTION = "kbqa"
@@ -142,13 +142,9 @@ def check_lite_path(store: MilvusStore, *, create: bool) -> None:
     if not path.parent.is_dir():
         raise IndexLoadError(f"{store}: folder {path.parent} does not exist")
     for folder in (path, path.parent) if path.exists() else (path.parent,):
-        try:  # a real write: os.access says yes to root on a read-only mount or folder
-            with tempfile.TemporaryFile(dir=folder):
-                pass
-        except OSError as exc:
-            raise IndexLoadError(
-                f"{store}: folder {folder} is not writable ({exc.strerror or exc})"
-            ) from None
+        refusal = write_refusal(folder)
+        if refusal:
+            raise IndexLoadError(f"{store}: folder {folder} is not writable ({refusal})")
 
 
 def _quiet_lite_grpc() -> None:

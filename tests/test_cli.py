@@ -422,3 +422,30 @@ def test_the_console_script_prints_no_debug_lines_of_bm25s(kb_file: Path, tmp_pa
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "index written to" in done.stdout and "bm25s" not in done.stderr
+
+
+def _commands(command: object, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], object]]:
+    """Every command under ``command`` (a click group or command) with its path of names."""
+    subs = getattr(command, "commands", {})
+    found = [(path, command)]
+    for name, sub in subs.items():
+        found += _commands(sub, (*path, name))
+    return found
+
+
+def test_help_shows_every_bracketed_word_it_was_given() -> None:
+    """Typer's help reads rich markup, which drops ``[server]`` from ``kbqa[server]`` unless
+    it is escaped."""
+    import typer.main
+
+    checked = 0
+    for path, command in _commands(typer.main.get_command(app)):
+        helps = [getattr(p, "help", None) or "" for p in getattr(command, "params", [])]
+        words = [w.replace("\\[", "[") for h in helps for w in re.findall(r"\w+\\?\[\w+\]", h)]
+        if not words:
+            continue
+        res = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "400", "TERMINAL_WIDTH": "400"})
+        for word in words:
+            assert word in res.output, f"kbqa {' '.join(path)} --help lost {word!r}"
+            checked += 1
+    assert checked >= 4, "ask, chat and eval's --llm-url and index's --store at least"

@@ -95,7 +95,7 @@ def index(
             help="Also write the index into Milvus (replacing what that name held): "
             "milvus://PATH.db (Milvus Lite) or milvus://http://HOST:PORT, optionally "
             "#COLLECTION; then `kbqa ask --index` the same URI. Without a knowledge base: "
-            "write the --out index already built. Needs kbqa[milvus].",
+            "write the --out index already built. Needs kbqa\\[milvus].",  # \\[: rich markup
             show_default=False,
         ),
     ] = None,

@@ -17,6 +17,7 @@ from dataclasses import MISSING, fields
 from typing import Annotated, Any, TypeVar, get_type_hints
 
 import typer
+from rich.markup import escape
 
 from kbqa.context import Context
 from kbqa.errors import ModelError
@@ -112,7 +113,8 @@ def _parameter(name: str, hint: Any, help_text: str) -> inspect.Parameter:
     env = OPTION_ENV.get(name)
     if env:  # Typer adds "[env var: ...]" itself
         help_text = help_text.replace(f" (env {env})", "")
-    option = typer.Option(*_typer_decls(name, hint), help=help_text, envvar=env)
+    # Typer's help reads rich markup, which would drop "[server]" from "kbqa[server]"
+    option = typer.Option(*_typer_decls(name, hint), help=escape(help_text), envvar=env)
     return inspect.Parameter(
         name, inspect.Parameter.KEYWORD_ONLY, default=_default(name),
         annotation=Annotated[hint, option],

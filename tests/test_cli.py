@@ -219,9 +219,13 @@ def test_an_unwritable_model_cache_degrades_to_the_extractor(
         (tmp_path / "file").write_text("x")
         monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "file" / "cache"))
     elif where == "read-only":
-        if os.geteuid() == 0:
-            pytest.skip("root writes into read-only directories")
         (tmp_path / "ro").mkdir(mode=0o500)
+        if os.geteuid() == 0:  # root writes a 0o500 folder: refuse as a read-only mount would
+
+            def read_only(spec: object, tmp: Path) -> None:
+                raise OSError(30, "Read-only file system", str(tmp))
+
+            monkeypatch.setattr(models, "_assemble_parts", read_only)
         monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "ro"))
     else:
         monkeypatch.delenv("KBQA_CACHE_DIR", raising=False)

@@ -14,8 +14,9 @@ Rules, not a model (the 270M reader cannot rewrite reliably):
   the last question asked for that noun (``কোন জাদুঘরে ...?``, ``which museum ...?``), else to
   the page title when the title holds it; they become the referent with the noun kept
   (``ল্যুভর জাদুঘর``, with its case ending: ``এই জাদুঘরের`` -> ``ল্যুভর জাদুঘরের``). Other
-  demonstratives are left alone: ``this town`` after the Eiffel Tower stays as it is, while
-  ``this`` before a verb or a preposition is the pronoun of a thing (``When was this built?``).
+  Bangla demonstratives are left alone; English ``this`` before another word stays the pronoun
+  of a thing (``When was this built?``), so ``this town`` after the Eiffel Tower is not
+  caught.
 - The pronoun is replaced by the referent (a possessive by its genitive: ``তাঁর`` ->
   ``রবীন্দ্রনাথ ঠাকুরের``, ``his`` -> ``Rabindranath Tagore's``), and a leading ``আর`` /
   ``and`` is dropped. A question that is not a follow-up, or has no usable last turn, is kept.
@@ -56,15 +57,6 @@ _DET_NOUN = {
 }
 """A demonstrative and the word after it, else one word (the words :func:`standalone_question`
 replaces)."""
-_EN_AFTER_PRONOUN = regex.compile(
-    r"(?:is|was|are|were|be|been|has|have|had|do|does|did|can|could|will|would|should|may|might"
-    r"|must|in|on|at|of|for|from|by|with|to|about|built|made|written|done|known|found|given|held"
-    r"|taken|seen|born|sold|won|begun|begin|begins|mean|means|\w+ed)$",
-    regex.I,
-)
-"""Words after English ``this`` that make it a pronoun (``When was this built?``, ``Is this
-in Paris?``); before any other word it is a determiner (``this town``), left alone when its
-noun echoes nothing in the last turn."""
 _BN_VOWEL_END = regex.compile(r"[\u09be-\u09cc\u0985-\u0994]$")
 """A Bangla word ending in a vowel or vowel sign takes ``র`` for the genitive, others ``ের``."""
 
@@ -168,9 +160,7 @@ def standalone_question(question: str, language: str, last: LastTurn | None) -> 
             if referent:
                 replaced = True
                 return _with_noun(referent, noun, lang)
-            if lang == "en" and not _EN_AFTER_PRONOUN.match(noun):
-                return str(m.group(0))  # "this town" names a thing the last turn did not
-            # no referent: each word on its own ("When was this built?": a pronoun of a thing)
+            # no referent: each word on its own ("this" alone is a pronoun of a thing)
             gap = str(m.group(0))[len(det) : m.start("noun") - m.start()]
             return swap_word(det) + gap + swap_word(noun)
         return swap_word(str(m.group(0)))

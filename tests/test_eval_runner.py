@@ -478,3 +478,21 @@ def test_a_run_folder_on_a_read_only_mount_is_named_as_such(
     assert code == 2, text
     assert f"cannot write the run to {run_dir}: folder is not writable (Read-only" in text
     assert list(run_dir.iterdir()) == []
+
+
+def test_an_empty_out_and_a_bad_verifier_stop_the_run_before_it_starts(
+    tiny_index: Path, qa_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    code, text = cli("eval", str(qa_file), "--index", str(tiny_index), "--embedder", "fake/hash",
+                     "--model", "fake/abstain", "--out", "", "--no-report")  # fmt: skip
+    assert code == 2 and "--out is empty" in text, text
+    assert list(cwd.iterdir()) == [], "nothing written into the current folder"
+    run_dir = tmp_path / "run"
+    for extra in (["--verifier-model", "nope"], ["--verifier-adapter", str(tmp_path / "x.gguf")]):
+        code, text = fake_eval(qa_file, tiny_index, run_dir, "--model", "gemma3-270m", *extra)
+        assert code == 2 and "warning:" not in text, text
+        assert "unknown model 'nope'" in text or "x.gguf" in text, text
+        assert not run_dir.exists()

@@ -13,6 +13,7 @@ from kbqa.context import Context
 from kbqa.graph import build_graph, graph
 
 TAGORE = LastTurn("গীতাঞ্জলি কে লিখেছেন?", "রবীন্দ্রনাথ ঠাকুর", "person", "গীতাঞ্জলি")
+EIFFEL = LastTurn("When was it built?", "1889", "date", "Eiffel Tower")
 STELE = LastTurn("কোন জাদুঘরে সারগনিক বিজয় ফলক আছে?", "ল্যুভর", "other", "সারগনের বিজয় ফলক")
 
 
@@ -53,6 +54,12 @@ STELE = LastTurn("কোন জাদুঘরে সারগনিক বি�
          "When was the Louvre museum built?"),
         ("How tall is this tow?", LastTurn("When was it built?", "1889", "date", "Eiffel Tower"),
          "How tall is Eiffel Tower tow?"),  # "tow" is not "tower": only "this" is replaced
+        # "this" before an adjective, an article or an adverb is the pronoun of a thing (a
+        # rule leaving "this" + an unknown word alone lost all of these)
+        ("Why is this famous?", EIFFEL, "Why is Eiffel Tower famous?"),
+        ("Is this the tallest tower in Europe?", EIFFEL,
+         "Is Eiffel Tower the tallest tower in Europe?"),
+        ("Was this ever moved?", EIFFEL, "Was Eiffel Tower ever moved?"),
         ("ঢাকা কোথায়?", TAGORE, "ঢাকা কোথায়?"),  # not a follow-up
         ("আর তিনি কবে জন্মেছিলেন?", None, "আর তিনি কবে জন্মেছিলেন?"),  # nothing to refer to
         ("আর তিনি কবে জন্মেছিলেন?", LastTurn("কে?", "", "person", ""),

@@ -334,7 +334,7 @@ def chat(
         typer.Option(
             "--db",
             help="Where threads are kept: a SQLite file, or a postgresql://user@host:port/dbname "
-            "URL (the postgres extra) [default: ~/.cache/kbqa/chat.sqlite]",
+            "URL (the postgres extra) \\[default: ~/.cache/kbqa/chat.sqlite]",  # \\[: rich markup
         ),
     ] = None,
     as_json: Annotated[

@@ -67,7 +67,7 @@ def eval_run(
         ),
     ] = "",
     out: Annotated[
-        Path | None,
+        str | None,  # a str, so that an empty --out is an error, not Path("") = the current folder
         typer.Option(
             "--out",
             "-o",
@@ -122,14 +122,22 @@ def eval_run(
         if any(v < 0 for v in values):
             fail(f"{name} takes seeds >= 0 (a negative seed draws the sample of its absolute "
                  f"value), got {', '.join(map(str, values))}")  # fmt: skip
+    if out is not None and not out.strip():
+        fail("--out is empty: give a run directory, or leave --out out for the default")
     ctx = make_context(settings)
     warn_fallback_unavailable(ctx)
-    run_dir = out or _default_run_dir(questions, ctx.model, ablate, models, Path(ctx.index_dir))
+    if out is None:
+        run_dir = _default_run_dir(questions, ctx.model, ablate, models, Path(ctx.index_dir))
+    else:
+        run_dir = Path(out)
     if ctx.use_llm and models is None:
         from kbqa.llm.models import check_model_name
+        from kbqa.resources import verifier_name
 
         try:  # a misspelt model or a bad adapter stops the run before any question
             check_model_name(ctx.model, ctx.reader_adapter)
+            if ctx.verifier_model or ctx.verifier_adapter:  # as preload checks them for ask
+                check_model_name(verifier_name(ctx), ctx.verifier_adapter)
         except ModelError as exc:
             fail(str(exc))
     qs: list[Any] = []

@@ -465,3 +465,22 @@ def test_real_bangla_slice_same_top10_on_200_questions(
         for r in (local, remote)
     ]
     assert padded[0::2] == padded[1::2]
+
+
+def test_reading_a_lite_store_in_a_read_only_folder_is_named_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbqa.retrieval.milvus.uri import check_lite_path, parse_store_uri
+
+    store = parse_store_uri(f"milvus://{tmp_path / 'kb.db'}")
+    (tmp_path / "kb.db").mkdir()
+    check_lite_path(store, create=False)  # writable: no complaint
+
+    def read_only(*args: object, **kwargs: object) -> None:
+        raise PermissionError(30, "Read-only file system")
+
+    # Milvus Lite writes its LOCK file in the store even to read it; a read-only mount refuses
+    # that (root included) with a traceback from milvus_lite, unless kbqa says so first
+    monkeypatch.setattr("kbqa.paths.tempfile.TemporaryFile", read_only)
+    with pytest.raises(IndexLoadError, match="not writable \\(Read-only file system\\); Milvus"):
+        check_lite_path(store, create=False)

@@ -97,16 +97,16 @@ def parse_store_uri(location: str) -> MilvusStore:
     if "://" in rest:
         raise IndexLoadError(
             f"{location!r}: unsupported Milvus address {rest!r}; use http://HOST:PORT, "
-            "https://HOST:PORT or a Milvus Lite file PATH.db"
+            "https://HOST:PORT or a Milvus Lite store PATH.db"
         )
     if not rest.endswith(".db"):
         raise IndexLoadError(
-            f"{location!r}: a Milvus Lite store is a file whose name ends in .db (got {rest!r}); "
+            f"{location!r}: a Milvus Lite store is a folder whose name ends in .db (got {rest!r}); "
             "a server is milvus://http://HOST:PORT"
         )
     if Path(rest).name == ".db":
         raise IndexLoadError(
-            f"{location!r}: the Milvus Lite file name {rest!r} is only the extension; "
+            f"{location!r}: the Milvus Lite store name {rest!r} is only the extension; "
             "give it a name, e.g. milvus://kb.db"
         )
     return MilvusStore(str(Path(rest).expanduser().resolve()), name)
@@ -122,7 +122,8 @@ def check_lite_path(store: MilvusStore, *, create: bool) -> None:
     Raises:
         IndexLoadError: The path is a file (milvus-lite 3 keeps a store as a folder: a file is
             not a Milvus Lite store, and is left unchanged), the store does not exist (reading),
-            or its folder does not exist or is not writable (writing).
+            or its folder does not exist or is not writable (writing), or the store is not
+            writable (reading too: Milvus Lite writes a lock file in it).
     """
     if not store.is_lite:
         return
@@ -137,6 +138,12 @@ def check_lite_path(store: MilvusStore, *, create: bool) -> None:
             raise IndexLoadError(
                 f"no Milvus Lite store at {path} (write one with `kbqa index KB --store "
                 f"milvus://{path}`)"
+            )
+        refusal = write_refusal(path)
+        if refusal:
+            raise IndexLoadError(
+                f"{store}: folder {path} is not writable ({refusal}); Milvus Lite writes a lock "
+                "file in its store even to read it: copy the store to a writable folder"
             )
         return
     if not path.parent.is_dir():

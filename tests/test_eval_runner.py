@@ -496,3 +496,17 @@ def test_an_empty_out_and_a_bad_verifier_stop_the_run_before_it_starts(
         assert code == 2 and "warning:" not in text, text
         assert "unknown model 'nope'" in text or "x.gguf" in text, text
         assert not run_dir.exists()
+
+
+def test_an_out_through_a_file_or_a_broken_link_is_named(
+    tiny_index: Path, qa_file: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    code, text = fake_eval(
+        qa_file, tiny_index, tmp_path / "afile" / "run", "--model", "fake/abstain"
+    )
+    assert code == 2 and f"{tmp_path / 'afile'} is a file" in text, text
+    code, text = fake_eval(qa_file, tiny_index, tmp_path / "dangling", "--model", "fake/abstain")
+    assert code == 2 and "is a broken link" in text, text
+    assert (tmp_path / "afile").read_text() == "x" and not (tmp_path / "nowhere").exists()

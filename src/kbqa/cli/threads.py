@@ -16,7 +16,7 @@ from typing import IO, Any, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from kbqa.paths import write_refusal
+from kbqa.paths import in_the_way, write_refusal
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 """``--db`` values that name a PostgreSQL database rather than a SQLite file."""
@@ -137,7 +137,8 @@ def open_db(db: Path) -> sqlite3.Connection:
     try:
         db.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ValueError(f"--db {db}: cannot create its folder ({exc.strerror})") from None
+        why = in_the_way(db.parent) or exc.strerror
+        raise ValueError(f"--db {db}: cannot create its folder ({why})") from None
     refusal = write_refusal(db.parent)  # SQLite writes its journal beside the file
     if refusal:
         raise ValueError(

@@ -21,7 +21,7 @@ from typing import Any
 from kbqa.context import Context
 from kbqa.errors import InputError
 from kbqa.evals.summary import summarize
-from kbqa.paths import write_refusal
+from kbqa.paths import in_the_way, write_refusal
 from kbqa.version import __version__
 
 log = logging.getLogger("kbqa.evals")
@@ -109,7 +109,8 @@ def prepare_run_dir(
     try:
         d.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"cannot create {d}: {exc.strerror or exc}") from None
+        why = in_the_way(d) or exc.strerror or exc
+        raise InputError(f"cannot create {d}: {why}") from None
     refusal = write_refusal(d)
     if refusal:
         raise InputError(f"cannot write the run to {d}: folder is not writable ({refusal})")

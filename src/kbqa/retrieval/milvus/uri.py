@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa.errors import IndexLoadError
-from kbqa.paths import write_refusal
+from kbqa.paths import in_the_way, write_refusal
 
 SCHEME = "milvus://"
 DEFAULT_COLLECTION = "kbqa"
@@ -147,6 +147,9 @@ def check_lite_path(store: MilvusStore, *, create: bool) -> None:
             )
         return
     if not path.parent.is_dir():
+        blocker = in_the_way(path.parent)
+        if blocker:
+            raise IndexLoadError(f"{store}: {blocker}, not a folder")
         raise IndexLoadError(f"{store}: folder {path.parent} does not exist")
     for folder in (path, path.parent) if path.exists() else (path.parent,):
         refusal = write_refusal(folder)

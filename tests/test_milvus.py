@@ -326,7 +326,6 @@ def test_a_file_that_is_not_a_lite_store_is_named_and_left_alone(
 def test_unwritable_folder_is_named_before_building(
     kb_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-
     folder = tmp_path / "ro"
     folder.mkdir()
     folder.chmod(0o555)

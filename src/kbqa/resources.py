@@ -140,6 +140,23 @@ def verifier_for(ctx: Context) -> BaseChatModel:
                            adapter=ctx.verifier_adapter)  # fmt: skip
 
 
+def check_models(ctx: Context) -> None:
+    """Fail fast on the reader and (when given) the verifier model names and adapters, without
+    loading them; nothing when the LLM is off. A verifier given without ``verify`` is checked
+    too: a misspelt name is an error either way.
+
+    Raises:
+        ModelError: An unknown model name, a missing ``.gguf`` or a bad adapter.
+    """
+    from kbqa.llm.models import check_model_name
+
+    if not ctx.use_llm:
+        return
+    check_model_name(ctx.model, ctx.reader_adapter)
+    if ctx.verifier_model or ctx.verifier_adapter:
+        check_model_name(verifier_name(ctx), ctx.verifier_adapter)
+
+
 def preload(ctx: Context) -> str | None:
     """Load the index, the reader and (when on) the verifier before the first question, so a
     bad path, a misspelt model name or a bad adapter is one error, said once.
@@ -154,14 +171,11 @@ def preload(ctx: Context) -> str | None:
             that cannot load.
     """
     from kbqa.errors import ModelError
-    from kbqa.llm.models import check_model_name
 
     retriever_for(ctx)
     if not ctx.use_llm:
         return None
-    check_model_name(ctx.model, ctx.reader_adapter)
-    if ctx.verifier_model or ctx.verifier_adapter:
-        check_model_name(verifier_name(ctx), ctx.verifier_adapter)
+    check_models(ctx)
     try:
         chat_model_for(ctx)
     except ModelError as exc:

@@ -130,14 +130,11 @@ def eval_run(
         run_dir = _default_run_dir(questions, ctx.model, ablate, models, Path(ctx.index_dir))
     else:
         run_dir = Path(out)
-    if ctx.use_llm and models is None:
-        from kbqa.llm.models import check_model_name
-        from kbqa.resources import verifier_name
+    if models is None:
+        from kbqa.resources import check_models
 
         try:  # a misspelt model or a bad adapter stops the run before any question
-            check_model_name(ctx.model, ctx.reader_adapter)
-            if ctx.verifier_model or ctx.verifier_adapter:  # as preload checks them for ask
-                check_model_name(verifier_name(ctx), ctx.verifier_adapter)
+            check_models(ctx)
         except ModelError as exc:
             fail(str(exc))
     qs: list[Any] = []

@@ -21,7 +21,7 @@ from rich.markup import escape
 
 from kbqa.context import Context
 from kbqa.errors import ModelError
-from kbqa.llm.models import DEFAULT_MODEL, check_model_name
+from kbqa.llm.models import DEFAULT_MODEL
 
 OPTION_DECLS: dict[str, tuple[str, ...]] = {
     "index_dir": ("--index", "-i"),
@@ -70,18 +70,14 @@ def inert_settings(settings: dict[str, Any], given: Iterable[str]) -> dict[str, 
 
 
 def _valid(settings: dict[str, Any]) -> bool:
-    """``Context(**settings)`` accepts them (it checks values only; nothing is loaded) and a
-    verifier model or adapter given names one that can load (as ``preload`` checks it, whether
-    or not ``--verify`` is on)."""
+    """``Context(**settings)`` accepts them (it checks values only) and its model names and
+    adapters can load (:func:`kbqa.resources.check_models`, which the commands run too)."""
+    from kbqa.resources import check_models
+
     try:
-        ctx = Context(**settings)
-    except (TypeError, ValueError):
+        check_models(Context(**settings))
+    except (TypeError, ValueError, ModelError):
         return False
-    if ctx.verifier_model or ctx.verifier_adapter:
-        try:
-            check_model_name(ctx.verifier_model or ctx.model, ctx.verifier_adapter)
-        except ModelError:
-            return False
     return True
 
 
@@ -143,8 +139,9 @@ def context_options(only: Iterable[str] | None = None) -> Callable[[F], F]:
         def run(*args: Any, **kwargs: Any) -> Any:
             click_ctx = kwargs.pop(CLICK_CONTEXT)
             settings = {n: kwargs.pop(n) for n in names if n in kwargs}
-            if _valid(settings):  # else the command's error says what is wrong, alone
-                for warning in inert_settings(settings, _given(click_ctx, settings)).values():
+            warnings = inert_settings(settings, _given(click_ctx, settings))
+            if warnings and _valid(settings):  # else the command's error says what is wrong
+                for warning in warnings.values():
                     typer.echo(f"warning: {warning}", err=True)
             return command(*args, settings=settings, **kwargs)
 

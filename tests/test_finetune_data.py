@@ -128,6 +128,57 @@ def test_build_split_and_round_trip(tiny_index: Path, tmp_path: Path) -> None:
         build_examples(QUESTIONS, builder, splits=splits, negative_ratio=2, yes_no_ratio=0, seed=0)
 
 
+def test_short_windows_for_training_and_served_prompts_for_validation(tiny_index: Path) -> None:
+    from dataclasses import replace
+
+    ctx = _ctx(tiny_index)
+    served = ExampleBuilder(ctx, ScriptedChatModel.from_name("fake/abstain"), seed=0)
+    short = ExampleBuilder(replace(ctx, k=1, pad_previous=False),
+                           ScriptedChatModel.from_name("fake/abstain"), seed=1)  # fmt: skip
+    splits = {"d1": "train", "d2": "train", "d3": "val"}
+    examples, stats = build_examples(
+        QUESTIONS, served, splits=splits, negative_ratio=0, yes_no_ratio=0, seed=0,
+        short_builder=short, served_share=0.0, paraphrase_share=1.0, progress=False,
+    )  # fmt: skip
+    by_qid = {e.qid: e for e in examples}
+    assert len(by_qid["q1"].context_chunk_ids) == 1 and len(by_qid["q2"].context_chunk_ids) == 1
+    val = by_qid["q3"]  # as served, as written
+    assert val.prompt == served.positive(QUESTIONS[2].question, "val").prompt  # type: ignore[union-attr]
+    # training questions asked in another form; the year question keeps asking for a year
+    assert by_qid["q2"].question != QUESTIONS[1].question.question
+    assert stats.paraphrased == 2 and by_qid["q2"].target == "১৯১৩"
+    assert by_qid["q2"].question in by_qid["q2"].prompt
+
+
+def test_paraphrases_keep_the_question_and_its_type() -> None:
+    import random
+
+    from kbqa.answers.language import question_type
+    from kbqa.finetune.paraphrase import paraphrase
+
+    rng = random.Random(0)
+    cases = {
+        "রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?": {"year", "honorific", "mark"},
+        "বাংলাদেশের জাতীয় ফুলের নাম কী?": {"ki", "mark"},
+        "তিনি কোথায় জন্মগ্রহণ করেন ?": {"honorific", "mark"},
+    }
+    for question, rules in cases.items():
+        seen: set[str] = set()
+        for _ in range(30):
+            asked, used = paraphrase(question, rng)
+            assert used and set(used) <= rules and asked != question
+            assert question_type(asked) == question_type(question), (question, asked)
+            seen |= set(used)
+        assert seen == rules
+    q, used = paraphrase("ঢাকা কবে প্রতিষ্ঠিত", rng)  # কবে may ask a whole date: left alone
+    assert (q, used) == ("ঢাকা কবে প্রতিষ্ঠিত", [])
+    assert paraphrase("কাজী নজরুল ইসলাম কোথায় জন্মগ্রহণ করেন?", random.Random(1))[0] in {
+        "কাজী নজরুল ইসলাম কোথায় জন্মগ্রহণ করে?", "কাজী নজরুল ইসলাম কোথায় জন্মগ্রহণ করে ?",
+        "কাজী নজরুল ইসলাম কোথায় জন্মগ্রহণ করে", "কাজী নজরুল ইসলাম কোথায় জন্মগ্রহণ করেন ?",
+        "কাজী নজরুল ইসলাম কোথায় জন্মগ্রহণ করেন",
+    }  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("text", "seconds"), [("2h", 7200), ("15m", 900), ("1h30m", 5400), ("90s", 90), ("45", 45)]
 )

@@ -85,7 +85,11 @@ def _run(role: str, args: list[str]) -> tuple[dict[str, Any], str]:
     except KeyboardInterrupt:
         saved = sorted(Path(cfg.out, "checkpoints").glob("checkpoint-*"))
         where = f"the last checkpoint is in {cfg.out}/checkpoints" if saved else "nothing saved"
-        typer.echo(f"interrupted: {where}; add --resume to the same command to continue", err=True)
+        typer.echo(
+            f"interrupted: {where}; add --resume to the same command to continue "
+            "(--resume-from CHECKPOINT on another machine)",
+            err=True,
+        )
         raise typer.Exit(code=130) from None
     except (KBQAError, ValueError, OSError) as exc:
         _fail(str(exc))
@@ -101,7 +105,8 @@ def _report(m: dict[str, Any], out: str) -> None:
     )
     typer.echo(
         f"training       {tr['steps']} steps, {tr['train_seconds'] / 60:.1f} min, "
-        f"{tr['seconds_per_step']} s/step, peak RSS {tr['peak_rss_mib']} MiB"
+        f"{tr['seconds_per_step']} s/step, {tr.get('tokens_per_second', 0)} tokens/s, "
+        f"peak RSS {tr['peak_rss_mib']} MiB"
     )
     typer.echo(f"loss           train {tr['final_train_loss']}, validation {tr['eval_loss']}")
     if "f1" in val:  # a reader's (a verifier's: its own line)

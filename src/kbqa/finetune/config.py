@@ -85,9 +85,9 @@ class ReaderConfig:
     epochs: float = field(default=1.0, metadata={"help": "Passes over the training examples."})
     learning_rate: float = field(default=2e-4, metadata={"help": "AdamW learning rate."})
     lr_scheduler: str = field(
-        default="constant_with_warmup",
-        metadata={"help": "transformers scheduler; constant keeps a budget-cut run well "
-                  "trained at any stopping point."},
+        default="cosine",
+        metadata={"help": "transformers scheduler over the whole run (every epoch); "
+                  "constant_with_warmup keeps a budget-cut run well trained at any point."},
     )  # fmt: skip
     warmup_steps: int = field(default=20, metadata={"help": "Linear warm-up steps."})
     lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
@@ -142,6 +142,35 @@ class ReaderConfig:
     resume: bool = field(
         default=False, metadata={"help": "Continue from the last checkpoint in OUT."}
     )
+    resume_from: str = field(
+        default="",
+        metadata={"help": "Continue from this checkpoint directory (e.g. training/reader, "
+                  "committed by an earlier session on another machine)."},
+    )  # fmt: skip
+    checkpoint_copy: str = field(
+        default="",
+        metadata={"help": "Also keep the newest checkpoint in this directory (e.g. "
+                  "training/reader), to commit while a run is unfinished."},
+    )  # fmt: skip
+    restart_warmup_steps: int = field(
+        default=10,
+        metadata={"help": "Warm-up steps of a resumed session (its optimizer starts empty)."},
+    )
+    train_k: int = field(
+        default=2,
+        metadata={"help": "Hits in a training prompt, without the previous-chunk padding: the "
+                  "answer's chunk and a distractor (0: as served, k hits with padding)."},
+    )  # fmt: skip
+    served_share: float = field(
+        default=0.2,
+        metadata={"help": "Share of training examples rendered exactly as served (k hits with "
+                  "padding) when --train-k is set; validation examples always are."},
+    )  # fmt: skip
+    paraphrase_share: float = field(
+        default=0.3,
+        metadata={"help": "Share of training questions asked in another form by rule (kbqa."
+                  "finetune.paraphrase: কি/কী, honorific verbs, date words, spacing)."},
+    )  # fmt: skip
     k: int = field(default=3, metadata={"help": "Hits per prompt, as served (Context.k)."})
     n_ctx: int = field(
         default=4096, metadata={"help": "Context window whose budget prompts fit, as served."}
@@ -164,7 +193,14 @@ class ReaderConfig:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
-        for name in ("negative_ratio", "redacted_share", "yes_no_ratio", "lora_dropout"):
+        for name in (
+            "negative_ratio",
+            "redacted_share",
+            "yes_no_ratio",
+            "lora_dropout",
+            "served_share",
+            "paraphrase_share",
+        ):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
         if not 0 < self.val_fraction < 1:
@@ -174,7 +210,7 @@ class ReaderConfig:
             if not math.isfinite(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
         not_negative = ("lora_first_layer", "warmup_steps", "keep_checkpoints", "max_questions",
-                        "val_examples", "threads")  # fmt: skip
+                        "val_examples", "threads", "restart_warmup_steps", "train_k")  # fmt: skip
         for name in not_negative:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
@@ -208,7 +244,7 @@ class ReaderConfig:
         """The settings that decide the examples (a change rebuilds them)."""
         keys = ("base_model", "embedder", "negative_ratio", "redacted_share", "yes_no_ratio",
                 "val_fraction", "max_questions", "seed", "k", "n_ctx",
-                "max_answer_tokens")  # fmt: skip
+                "max_answer_tokens", "train_k", "served_share", "paraphrase_share")  # fmt: skip
         return {k: getattr(self, k) for k in keys}
 
     def to_dict(self) -> dict[str, Any]:

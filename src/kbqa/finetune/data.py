@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kbqa.answers.language import detect_language, question_type
@@ -44,6 +44,7 @@ from kbqa.corpus.loaders import read_jsonl_objects
 from kbqa.errors import InputError
 from kbqa.evals.datasets import Question, load_questions
 from kbqa.finetune.examples import KINDS, PROMPT_STYLE, ReaderExample
+from kbqa.finetune.paraphrase import paraphrase
 from kbqa.finetune.yesno import SENTENCE_END, TRAILING, same_kind, yes_no_question
 from kbqa.nodes.common import chunk_passages, retrieve_records
 from kbqa.prompts import ABSTENTION_PHRASE, CONTEXT_MARKER, Passage
@@ -77,6 +78,7 @@ class DataStats:
     gold_inserted: int = 0
     gold_first: int = 0
     no_negative_context: int = 0
+    paraphrased: int = 0
 
     def count(self, example: ReaderExample) -> None:
         """Add one example."""
@@ -341,6 +343,9 @@ def build_examples(
     yes_no_ratio: float,
     seed: int,
     redacted_share: float = 0.5,
+    short_builder: ExampleBuilder | None = None,
+    served_share: float = 1.0,
+    paraphrase_share: float = 0.0,
     progress: bool = True,
 ) -> tuple[list[ReaderExample], DataStats]:
     """Build every example: one ``span`` per usable question, plus an ``abstain`` for a seeded
@@ -349,13 +354,19 @@ def build_examples(
     :meth:`ExampleBuilder.negative`) and a ``yes`` or ``no`` (alternating) for a
     ``yes_no_ratio`` share.
 
+    Training questions are rendered by ``builder`` (as served) for a ``served_share`` of them
+    and by ``short_builder`` (shorter windows, cheaper to train on) for the rest; a
+    ``paraphrase_share`` of them are asked in another form (:func:`kbqa.finetune.paraphrase.
+    paraphrase`). Validation questions are always rendered as served, as written.
+
     Raises:
         ValueError: A ratio outside [0, 1].
     """
     from tqdm import tqdm
 
     ratios = (("negative_ratio", negative_ratio), ("yes_no_ratio", yes_no_ratio),
-              ("redacted_share", redacted_share))  # fmt: skip
+              ("redacted_share", redacted_share), ("served_share", served_share),
+              ("paraphrase_share", paraphrase_share))  # fmt: skip
     for name, ratio in ratios:
         if not 0 <= ratio <= 1:
             raise ValueError(f"{name} must be in [0, 1], got {ratio!r}")
@@ -364,29 +375,37 @@ def build_examples(
     stats = DataStats(questions=len(questions))
     out: list[ReaderExample] = []
     truth = True
+    form_rng = random.Random(f"{seed}:form")  # its own stream: the others draw as before
     for tq in tqdm(questions, desc="examples", unit="q", disable=not progress):
         q = tq.question
         split = splits.get(q.doc_id or q.qid, "train")
         if not q.answerable or not q.answers:
             stats.unusable += 1
             continue
-        example = builder.positive(q, split)
+        b = builder
+        if split == "train":
+            if short_builder is not None and form_rng.random() >= served_share:
+                b = short_builder
+            if form_rng.random() < paraphrase_share:
+                asked, rules = paraphrase(q.question, form_rng)
+                if rules:
+                    q = replace(q, question=asked)
+                    stats.paraphrased += 1
+        example = b.positive(q, split)
         if example is None:
             stats.unusable += 1
             continue
         stats.usable += 1
         made = [example]
         if rng.random() < negative_ratio:
-            neg = (builder.redacted if rng.random() < redacted_share else builder.negative)(
-                q, split
-            )
+            neg = (b.redacted if rng.random() < redacted_share else b.negative)(q, split)
             if neg is None:
                 stats.no_negative_context += 1
             else:
                 made.append(neg)
         if tq.evidence and rng.random() < yes_no_ratio:
             swap = same_kind(clean_target(q.answers[0]), pool, rng)
-            yn = builder.yes_no(tq, split, truth, swap)
+            yn = b.yes_no(tq, split, truth, swap)
             if yn is not None:
                 made.append(yn)
                 truth = not truth

@@ -5,7 +5,8 @@ Output directory::
     OUT/index/            the training KB's index (unless --index was given)
     OUT/examples.jsonl    every rendered example (train and val), OUT/data.json their counts
     OUT/split.json        the validation documents (80/20 by document, seeded)
-    OUT/checkpoints/      transformers checkpoints (--resume continues from the last)
+    OUT/checkpoints/      checkpoint-N: adapter + cursor (--resume continues from the last,
+                          --resume-from DIR from any, e.g. one committed from another machine)
     OUT/adapter/          adapter.gguf + manifest.json: what `--reader-adapter OUT/adapter` serves
     OUT/loss.png          the loss curve
 
@@ -17,11 +18,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import random
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,27 @@ DATA_TERMS = (
     "(8,022 questions over 1,675 news and book passages). The data set states no license; it "
     "is used for research with citation. The adapter holds LoRA weights, not the text."
 )
+
+
+PATH_SETTINGS = ("train", "kb", "index", "out", "resume_from", "checkpoint_copy", "base_model")
+"""Settings that name files: the manifest keeps no machine's absolute paths."""
+
+
+def portable_path(value: object) -> object:
+    """An absolute path's file name; anything else as it is."""
+    return Path(value).name if isinstance(value, str) and os.path.isabs(value) else value
+
+
+def portable_command(command: str) -> str:
+    """``command`` with every absolute path (also in ``--flag=/path``) cut to its file name."""
+    words = []
+    for word in shlex.split(command):
+        flag, eq, value = word.partition("=")
+        if eq and flag.startswith("-"):
+            words.append(f"{flag}={portable_path(value)}")
+        else:
+            words.append(str(portable_path(word)))
+    return shlex.join(words)
 
 
 def check_inputs(cfg: ReaderConfig) -> None:
@@ -90,8 +113,12 @@ def check_inputs(cfg: ReaderConfig) -> None:
                     len(missing), len(questions), kb)  # fmt: skip
     if not any(q.question.answerable and q.question.answers for q in questions):
         raise InputError(f"{cfg.train} has no answerable question to learn from")
+    if cfg.resume_from:
+        from kbqa.finetune.checkpoint import read_cursor
+
+        read_cursor(Path(cfg.resume_from))  # fails now, not after the examples are built
     checkpoints = last_checkpoint(out)
-    if checkpoints is not None and not cfg.resume:
+    if checkpoints is not None and not (cfg.resume or cfg.resume_from):
         raise InputError(
             f"{out / 'checkpoints'} holds checkpoints of an earlier run: add --resume to continue "
             "it, or write to another --out"
@@ -176,7 +203,12 @@ def prepare_examples(
         max_answer_tokens=cfg.max_answer_tokens,
         web_search="off",
     )
-    builder = ExampleBuilder(ctx, TokenizerCounter(tokenizer, PROMPT_STYLE), seed=cfg.seed)
+    counter = TokenizerCounter(tokenizer, PROMPT_STYLE)
+    builder = ExampleBuilder(ctx, counter, seed=cfg.seed)
+    short = None
+    if cfg.train_k:  # the answer's chunk and distractors, no padding: a cheaper training window
+        short_ctx = replace(ctx, k=cfg.train_k, pad_previous=False)
+        short = ExampleBuilder(short_ctx, counter, seed=cfg.seed + 1)
     splits = split_by_document(questions, cfg.val_fraction, cfg.seed)
     if "val" not in splits.values() or "train" not in splits.values():
         raise InputError(
@@ -192,6 +224,9 @@ def prepare_examples(
         redacted_share=cfg.redacted_share,
         yes_no_ratio=cfg.yes_no_ratio,
         seed=cfg.seed,
+        short_builder=short,
+        served_share=cfg.served_share if short else 1.0,
+        paraphrase_share=cfg.paraphrase_share,
     )
     write_examples(path, examples)
     split_record = {
@@ -211,6 +246,7 @@ def prepare_examples(
         "gold_inserted": stats.gold_inserted,
         "gold_first": stats.gold_first,
         "no_negative_context": stats.no_negative_context,
+        "paraphrased": stats.paraphrased,
         "val_documents": sum(1 for s in splits.values() if s == "val"),
         "train_documents": sum(1 for s in splits.values() if s == "train"),
     }
@@ -294,7 +330,10 @@ def run_reader_finetune(cfg: ReaderConfig, command: str | None = None) -> dict[s
             "in its document's passages)"
         )
     peft_model = lora_model(model, cfg)
-    result = train_reader(peft_model, tokenizer, train, val, cfg, out)
+    resume_from = Path(cfg.resume_from) if cfg.resume_from else None
+    if resume_from is None and cfg.resume:
+        resume_from = last_checkpoint(out)
+    result = train_reader(peft_model, tokenizer, train, val, cfg, out, resume_from)
     if result.interrupted:
         raise KeyboardInterrupt(f"training interrupted at step {result.steps}")
     adapter_dir = out / "adapter"
@@ -373,15 +412,19 @@ def adapter_manifest(
             "kb": {"file": Path(cfg.kb).name, "sha256": file_sha256(Path(cfg.kb))},
             "terms": DATA_TERMS,
         },
-        "command": command,
+        "command": portable_command(command),
         "seed": cfg.seed,
-        "config": cfg.to_dict(),
+        "config": {
+            k: portable_path(v) if k in PATH_SETTINGS else v for k, v in cfg.to_dict().items()
+        },
         "examples": {k: v for k, v in data_meta.items() if k != "settings"},
         "training": {
             "steps": result.steps,
             "examples_seen": result.examples_seen,
             "train_seconds": round(result.train_seconds, 1),
             "seconds_per_step": round(result.seconds_per_step, 2),
+            "tokens_per_second": round(result.tokens_per_second, 1),
+            "finished": result.finished,
             "stopped_by_budget": result.stopped_by_budget,
             "eval_loss": result.eval_loss,
             "final_train_loss": last_loss,

@@ -2,17 +2,20 @@
 
 - **Loss on answer tokens only, logits only where the loss needs them**
   (:mod:`kbqa.finetune.loss`).
-- **Length-bucketed batches** (``group_by_length``) keep padding small.
-- **Checkpoints** every ``save_minutes`` and on Ctrl-C (the first Ctrl-C finishes the step, saves
-  and stops; ``--resume`` continues from the last checkpoint with the optimizer state).
+- **A seeded data order with a cursor** (:func:`kbqa.finetune.checkpoint.epoch_order`): every
+  epoch is a permutation of the examples, read in order from the cursor on.
+- **Checkpoints that travel** (:mod:`kbqa.finetune.checkpoint`): the adapter, the cursor and the
+  schedule, under 20 MB, every ``save_minutes``, at the end and on Ctrl-C (the first Ctrl-C
+  finishes the step, saves and stops); ``--resume`` or ``--resume-from DIR`` continues on any
+  machine, with a short warm-up for the fresh optimizer.
 - **Progress**: a bar with the loss and the time left (budget or steps, whichever ends first).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
+import shutil
 import signal
 import time
 from collections.abc import Sequence
@@ -21,6 +24,15 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from kbqa.finetune.checkpoint import (
+    Cursor,
+    check_resumable,
+    epoch_order,
+    examples_fingerprint,
+    load_adapter_weights,
+    read_cursor,
+    write_checkpoint,
+)
 from kbqa.finetune.config import LORA_TARGETS, ReaderConfig
 from kbqa.finetune.examples import ReaderExample
 from kbqa.finetune.loss import LeftPadCollator, answer_loss, encode_example
@@ -30,15 +42,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kbqa.finetune")
 
-PROGRESS_FILE = "progress.json"
+
+def all_checkpoints(out: Path) -> list[Path]:
+    """The ``checkpoint-N`` directories of ``out/checkpoints`` by step (other names ignored)."""
+    found = [p for p in (out / "checkpoints").glob("checkpoint-*")
+             if p.is_dir() and p.name.split("-", 1)[1].isdigit()]  # fmt: skip
+    return sorted(found, key=lambda p: int(p.name.split("-", 1)[1]))
 
 
 def last_checkpoint(out: Path) -> Path | None:
-    """The checkpoint with the highest step in ``out/checkpoints`` (``checkpoint-N``), if any;
-    other names there are ignored."""
-    found = [p for p in (out / "checkpoints").glob("checkpoint-*")
-             if p.is_dir() and p.name.split("-", 1)[1].isdigit()]  # fmt: skip
-    return max(found, key=lambda p: int(p.name.split("-", 1)[1])) if found else None
+    """The checkpoint with the highest step in ``out/checkpoints``, if any."""
+    found = all_checkpoints(out)
+    return found[-1] if found else None
 
 
 def lora_model(model: PreTrainedModel, cfg: ReaderConfig) -> Any:
@@ -67,15 +82,15 @@ def lora_model(model: PreTrainedModel, cfg: ReaderConfig) -> Any:
 
 
 def _trainer_classes() -> tuple[type, type]:
-    """The Trainer subclass and callback, defined on first use (transformers is optional).
-
-    Length: the two classes are defined here so that transformers is imported only when training
-    runs.
-    """
+    """The Trainer subclass and callback, defined on first use (transformers is optional)."""
     from transformers import Trainer, TrainerCallback
 
     class AnswerOnlyTrainer(Trainer):
-        """``Trainer`` whose loss is :func:`answer_loss`."""
+        """``Trainer`` whose loss is :func:`answer_loss`, which reads its examples in the given
+        order (the seeded :func:`~kbqa.finetune.checkpoint.epoch_order`, from the cursor on)
+        and whose schedule continues from the cursor's step."""
+
+        schedule: Schedule
 
         def compute_loss(
             self,
@@ -87,22 +102,32 @@ def _trainer_classes() -> tuple[type, type]:
             loss = answer_loss(model, inputs, num_items_in_batch)
             return (loss, {}) if return_outputs else loss
 
-    class BudgetCallback(TrainerCallback):
-        """Time budget, periodic and Ctrl-C checkpoints, and a progress bar with loss and
-        time left. ``elapsed`` carries over from earlier sessions of a resumed run."""
+        def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
+            if self.lr_scheduler is None:
+                self.lr_scheduler = self.schedule.scheduler(optimizer or self.optimizer)
+            return self.lr_scheduler
 
-        def __init__(self, cfg: ReaderConfig, out: Path, elapsed: float) -> None:
+    class BudgetCallback(TrainerCallback):
+        """Time budget, periodic and Ctrl-C checkpoints (:func:`~kbqa.finetune.checkpoint.
+        write_checkpoint`), and a progress bar with loss and time left. Steps and times count
+        from the start of the run, over every session."""
+
+        def __init__(self, cfg: ReaderConfig, out: Path, cursor: Cursor) -> None:
             self.budget = cfg.budget_seconds
             self.save_every = cfg.save_minutes * 60
+            self.keep = cfg.keep_checkpoints
+            self.copy_to = Path(cfg.checkpoint_copy) if cfg.checkpoint_copy else None
             self.out = out
-            self.previous = elapsed
+            self.cursor = cursor
+            self.offset = cursor.step
+            self.previous = cursor.elapsed_seconds
             self.started = time.monotonic()
             self.last_save = self.started
             self.interrupted = False
             self.stopped_by_budget = False
             self.bar: Any = None
             self.loss = math.nan
-            self.first_step = 0
+            self.model: Any = None
 
         def elapsed(self) -> float:
             return self.previous + time.monotonic() - self.started
@@ -110,18 +135,20 @@ def _trainer_classes() -> tuple[type, type]:
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             from tqdm import tqdm
 
-            self.first_step = state.global_step
-            self.bar = tqdm(total=state.max_steps, initial=state.global_step, unit="step",
+            self.model = kw.get("model")
+            self.bar = tqdm(total=self.offset + state.max_steps, initial=self.offset, unit="step",
                             desc="train", dynamic_ncols=True)  # fmt: skip
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
             if logs and "loss" in logs:
                 self.loss = float(logs["loss"])
+                self.cursor.log_history.append(
+                    {"step": self.offset + state.global_step, "loss": round(self.loss, 4)}
+                )
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             now = time.monotonic()
-            done = state.global_step - self.first_step
-            per_step = (now - self.started) / max(done, 1)
+            per_step = (now - self.started) / max(state.global_step, 1)
             left = (state.max_steps - state.global_step) * per_step
             if self.budget is not None:
                 left = min(left, max(0.0, self.budget - self.elapsed()))
@@ -132,33 +159,65 @@ def _trainer_classes() -> tuple[type, type]:
                     f"loss {loss}  {per_step:.1f} s/step  left {left / 60:.0f} min"
                 )
             if self.budget is not None and self.elapsed() >= self.budget:
-                self.stopped_by_budget = True
-                control.should_training_stop = True
-                control.should_save = True
+                self.stopped_by_budget = control.should_training_stop = True
             if self.interrupted:
                 control.should_training_stop = True
-                control.should_save = True
-            if now - self.last_save >= self.save_every or state.global_step >= state.max_steps:
-                control.should_save = True  # periodically, and the final state
+            due = now - self.last_save >= self.save_every or state.global_step >= state.max_steps
+            if due or control.should_training_stop:
+                self.save(state.global_step)
 
-        def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        def save(self, session_steps: int) -> None:
+            self.cursor.step = self.offset + session_steps
+            self.cursor.consumed = self.cursor.step * self.cursor.examples_per_step
+            self.cursor.elapsed_seconds = round(self.elapsed(), 1)
+            folder = self.out / "checkpoints"
+            folder.mkdir(parents=True, exist_ok=True)
+            write_checkpoint(self.model, self.cursor, folder, self.copy_to)
             self.last_save = time.monotonic()
-            self.write_progress(state)
-            checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if checkpoint.is_dir():  # each checkpoint remembers its training time
-                self.write_progress(state, checkpoint / PROGRESS_FILE)
+            if self.keep:
+                for old in all_checkpoints(self.out)[: -self.keep]:
+                    shutil.rmtree(old, ignore_errors=True)
 
         def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             if self.bar is not None:
                 self.bar.close()
-            self.write_progress(state)
-
-        def write_progress(self, state: Any, path: Path | None = None) -> None:
-            (path or self.out / PROGRESS_FILE).write_text(
-                json.dumps({"elapsed_seconds": self.elapsed(), "global_step": state.global_step})
-            )
 
     return AnswerOnlyTrainer, BudgetCallback
+
+
+@dataclass
+class Schedule:
+    """The learning-rate schedule of a whole run, resumed at ``offset`` steps.
+
+    The base schedule is transformers' (``get_scheduler(name, ...)`` over ``total_steps``); a
+    resumed session multiplies it by a linear warm-up over ``restart_warmup`` steps, because its
+    optimizer starts with empty moments (the checkpoint does not keep them).
+    """
+
+    name: str
+    warmup_steps: int
+    total_steps: int
+    offset: int = 0
+    restart_warmup: int = 0
+
+    def scheduler(self, optimizer: Any) -> Any:
+        """A ``LambdaLR`` on ``optimizer`` whose step 0 is the run's step ``offset``."""
+        from torch.optim.lr_scheduler import LambdaLR
+        from transformers import get_scheduler
+
+        base = get_scheduler(
+            self.name,
+            optimizer,
+            num_warmup_steps=self.warmup_steps,
+            num_training_steps=self.total_steps,
+        ).lr_lambdas[0]
+        offset, warm = self.offset, self.restart_warmup
+
+        def factor(step: int) -> float:
+            ramp = min(1.0, (step + 1) / warm) if offset and warm else 1.0
+            return float(base(offset + step)) * ramp
+
+        return LambdaLR(optimizer, factor)
 
 
 @dataclass
@@ -173,7 +232,10 @@ class TrainResult:
         interrupted: Stopped by Ctrl-C (a checkpoint was saved; resume with ``--resume``).
         stopped_by_budget: Stopped by the time budget.
         eval_loss: Validation loss at the end (None when interrupted or no validation set).
-        log_history: transformers' log (loss per logging step).
+        log_history: ``[{"step", "loss"}, ...]`` of every session, and the final
+            ``{"step", "eval_loss"}``.
+        tokens_per_second: Training tokens (prompt and answer) over this session's time.
+        finished: The whole order (every epoch) was consumed.
     """
 
     steps: int
@@ -184,6 +246,33 @@ class TrainResult:
     stopped_by_budget: bool
     eval_loss: float | None
     log_history: list[dict[str, Any]]
+    tokens_per_second: float = 0.0
+    finished: bool = False
+
+
+def start_cursor(
+    cfg: ReaderConfig, train: Sequence[ReaderExample], resume_from: Path | None, model: Any
+) -> Cursor:
+    """A fresh cursor, or the checkpoint's (its adapter weights loaded into ``model``).
+
+    Raises:
+        InputError: See :func:`~kbqa.finetune.checkpoint.read_cursor` and
+            :func:`~kbqa.finetune.checkpoint.check_resumable`.
+    """
+    per_step = cfg.batch_size * cfg.grad_accum
+    fingerprint = examples_fingerprint(train)
+    if resume_from is not None:
+        cursor = read_cursor(resume_from)
+        check_resumable(cursor, fingerprint, len(train), per_step, resume_from)
+        load_adapter_weights(model, resume_from)
+        log.warning("resuming %s at step %d (epoch %.2f)", resume_from, cursor.step, cursor.epoch)
+        return cursor
+    total = len(epoch_order(len(train), cfg.epochs, cfg.seed))
+    schedule = {"name": cfg.lr_scheduler, "learning_rate": cfg.learning_rate,
+                "warmup_steps": cfg.warmup_steps, "total_steps": total // per_step}  # fmt: skip
+    return Cursor(step=0, consumed=0, total=total, examples_per_step=per_step,
+                  train_examples=len(train), fingerprint=fingerprint, seed=cfg.seed,
+                  epochs=cfg.epochs, schedule=schedule)  # fmt: skip
 
 
 def train_reader(
@@ -193,48 +282,51 @@ def train_reader(
     val_examples: Sequence[ReaderExample],
     cfg: ReaderConfig,
     out: Path,
+    resume_from: Path | None = None,
 ) -> TrainResult:
-    """Train ``model`` (a peft model) on the examples; checkpoints go to ``out/checkpoints``.
+    """Train ``model`` (a peft model) on the examples in their seeded epoch order, from the
+    start or from ``resume_from``; checkpoints go to ``out/checkpoints`` (and to
+    ``cfg.checkpoint_copy``).
 
     Raises:
-        ValueError: No training example fits ``cfg.n_ctx``.
-
-    Length: most of it is the ``TrainingArguments`` list, kept in one place.
+        ValueError: A training example does not fit ``cfg.n_ctx``, or none is left to train.
+        InputError: ``resume_from`` cannot be resumed with these examples and settings.
     """
     import torch
     from transformers import TrainingArguments
 
     torch.set_num_threads(cfg.torch_threads)
     torch.manual_seed(cfg.seed)
-    train = [encode_example(tokenizer, e) for e in train_examples]
-    train = [f for f in train if len(f["input_ids"]) <= cfg.n_ctx]
+    encoded = [encode_example(tokenizer, e) for e in train_examples]
+    if too_long := [e.qid for e, f in zip(train_examples, encoded, strict=True)
+                    if len(f["input_ids"]) > cfg.n_ctx]:  # fmt: skip
+        raise ValueError(f"{len(too_long)} training examples exceed n_ctx={cfg.n_ctx}: "
+                         f"{too_long[:3]}")  # fmt: skip
     val = [encode_example(tokenizer, e) for e in val_examples]
     val = [f for f in val if len(f["input_ids"]) <= cfg.n_ctx]
-    if not train:
-        raise ValueError(f"no training example fits n_ctx={cfg.n_ctx}")
-    last = last_checkpoint(out)  # an earlier run without --resume is refused by check_inputs
-    elapsed = 0.0
-    if cfg.resume and last is not None and (last / PROGRESS_FILE).is_file():
-        elapsed = float(json.loads((last / PROGRESS_FILE).read_text())["elapsed_seconds"])
+    cursor = start_cursor(cfg, train_examples, resume_from, model)
+    order = epoch_order(cursor.train_examples, cursor.epochs, cursor.seed)
+    per_step = cursor.examples_per_step
+    steps = (len(order) - cursor.consumed) // per_step
+    if cfg.max_steps > 0:
+        steps = min(steps, cfg.max_steps - cursor.step)
+    if steps <= 0:
+        raise ValueError(f"nothing left to train: step {cursor.step} of {len(order) // per_step}")
+    session = [encoded[i] for i in order[cursor.consumed : cursor.consumed + steps * per_step]]
     args = TrainingArguments(
         output_dir=str(out / "checkpoints"),
         per_device_train_batch_size=cfg.batch_size,
         per_device_eval_batch_size=cfg.batch_size,
         gradient_accumulation_steps=cfg.grad_accum,
-        num_train_epochs=cfg.epochs,
-        max_steps=cfg.max_steps,
-        learning_rate=cfg.learning_rate,
-        lr_scheduler_type=cfg.lr_scheduler,
-        warmup_steps=cfg.warmup_steps,
+        max_steps=steps,
+        learning_rate=cursor.schedule["learning_rate"],
         weight_decay=0.0,
         logging_steps=5,
         save_strategy="no",
-        save_total_limit=cfg.keep_checkpoints or None,
-        train_sampling_strategy="group_by_length",
+        train_sampling_strategy="sequential",  # the order is epoch_order's, from the cursor
         bf16=cfg.bf16,
         use_cpu=True,
         seed=cfg.seed,
-        data_seed=cfg.seed,
         report_to=[],
         disable_tqdm=True,
         remove_unused_columns=False,
@@ -242,15 +334,18 @@ def train_reader(
         dataloader_num_workers=0,
     )
     trainer_cls, callback_cls = _trainer_classes()
-    budget = callback_cls(cfg, out, elapsed)
+    budget = callback_cls(cfg, out, cursor)
     trainer = trainer_cls(
         model=model,
         args=args,
-        train_dataset=train,
+        train_dataset=session,
         eval_dataset=val or None,
         data_collator=LeftPadCollator(tokenizer.pad_token_id),
         callbacks=[budget],
     )
+    trainer.schedule = Schedule(cursor.schedule["name"], cursor.schedule["warmup_steps"],
+                                cursor.schedule["total_steps"], cursor.step,
+                                cfg.restart_warmup_steps)  # fmt: skip
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
         if budget.interrupted:
@@ -259,28 +354,31 @@ def train_reader(
         log.warning("Ctrl-C: finishing this step, saving a checkpoint (again to quit at once)")
 
     previous = signal.signal(signal.SIGINT, on_sigint)
-    session_start, first_step = time.monotonic(), 0
+    first_step, session_start = cursor.step, time.monotonic()
     try:
-        resume = cfg.resume and last is not None
-        first_step = int(last.name.split("-")[-1]) if resume and last else 0
-        trainer.train(resume_from_checkpoint=str(last) if resume else None)
+        trainer.train()
     finally:
         signal.signal(signal.SIGINT, previous)
-    steps = trainer.state.global_step
-    session = time.monotonic() - session_start
-    trained = budget.elapsed()  # before the validation pass
+    done = cursor.step - first_step
+    seconds = time.monotonic() - session_start
+    tokens = sum(len(f["input_ids"]) for f in session[: done * per_step])
     eval_loss = None
     if val and not budget.interrupted:
         eval_loss = float(trainer.evaluate()["eval_loss"])
+    history = [*cursor.log_history]
+    if eval_loss is not None:
+        history.append({"step": cursor.step, "eval_loss": eval_loss})
     return TrainResult(
-        steps=steps,
-        train_seconds=trained,
-        seconds_per_step=session / max(steps - first_step, 1),
-        examples_seen=steps * cfg.batch_size * cfg.grad_accum,
+        steps=cursor.step,
+        train_seconds=cursor.elapsed_seconds,
+        seconds_per_step=seconds / max(done, 1),
+        examples_seen=cursor.consumed,
         interrupted=budget.interrupted,
         stopped_by_budget=budget.stopped_by_budget,
         eval_loss=eval_loss,
-        log_history=list(trainer.state.log_history),
+        log_history=history,
+        tokens_per_second=tokens / seconds if seconds else 0.0,
+        finished=cursor.consumed + per_step > len(order),
     )
 
 

@@ -1,0 +1,146 @@
+"""Training that survives a change of machine: the seeded epoch order, checkpoints of adapter and
+cursor only, and a run stopped, copied into a fresh directory (as a commit carries it to a new
+clone) and resumed there on a tiny randomly initialised Gemma 3."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_finetune_train import _examples, _tiny_model, tiny  # noqa: F401  (fixture)
+
+from kbqa.errors import InputError
+from kbqa.finetune.checkpoint import epoch_order, examples_fingerprint, read_cursor
+from kbqa.finetune.config import ReaderConfig
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+
+def test_epoch_order_sees_every_example_once_an_epoch_and_is_seeded() -> None:
+    order = epoch_order(10, 2.5, seed=3)
+    assert len(order) == 25
+    assert sorted(order[:10]) == list(range(10)) and sorted(order[10:20]) == list(range(10))
+    assert len(set(order[20:])) == 5  # the half epoch: no repeat either
+    assert order[:10] != order[10:20]  # each epoch its own permutation
+    assert epoch_order(10, 2.5, seed=3) == order and epoch_order(10, 2.5, seed=4) != order
+    with pytest.raises(ValueError, match="epochs > 0"):
+        epoch_order(10, 0, seed=0)
+
+
+def _cfg(out: Path, **kw: Any) -> ReaderConfig:
+    settings: dict[str, Any] = {"train": "t", "kb": "k", "batch_size": 1, "grad_accum": 2,
+                                "learning_rate": 5e-3, "warmup_steps": 0, "threads": 1,
+                                "lr_scheduler": "constant", "out": str(out)}  # fmt: skip
+    return ReaderConfig(**(settings | kw))
+
+
+def _loss(model: Any, tok: Any, examples: list[Any]) -> float:
+    from kbqa.finetune.loss import LeftPadCollator, answer_loss, encode_example
+
+    batch = LeftPadCollator(tok.pad_token_id)([encode_example(tok, e) for e in examples])
+    with torch.no_grad():
+        return float(answer_loss(model, batch))
+
+
+def test_a_run_stopped_copied_to_a_fresh_clone_and_resumed_goes_on(
+    tiny: tuple[Path, Any],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from kbqa.finetune.train import lora_model, train_reader
+
+    path, tok = tiny
+    train, probe = _examples(8), _examples(4)
+    first_out, committed = tmp_path / "machine-a", tmp_path / "repo" / "training" / "reader"
+    cfg = _cfg(first_out, max_steps=3, epochs=2.0, checkpoint_copy=str(committed))
+    first = lora_model(_tiny_model(path), cfg)
+    fresh_loss = _loss(first, tok, probe)
+    result = train_reader(first, tok, train, [], cfg, first_out)
+    assert result.steps == 3 and result.examples_seen == 6 and not result.finished
+    trained_loss = _loss(first, tok, probe)
+    assert trained_loss < fresh_loss
+
+    # the committed copy holds the newest checkpoint only, adapter and cursor, small
+    assert sorted(p.name for p in committed.iterdir()) == [
+        "adapter_config.json", "adapter_model.safetensors", "cursor.json", "progress.json",
+    ]  # fmt: skip
+    cursor = read_cursor(committed)
+    assert (cursor.step, cursor.consumed, cursor.total) == (3, 6, 16)
+    assert cursor.fingerprint == examples_fingerprint(train)
+    assert [h["step"] for h in cursor.log_history] == []  # logged every 5 steps: none yet
+
+    # a fresh clone on a new machine: nothing but the committed directory
+    clone = tmp_path / "clone"
+    shutil.copytree(committed, clone / "training" / "reader")
+    shutil.rmtree(first_out)
+    second_out = clone / "runs" / "reader"
+    cfg2 = _cfg(second_out, max_steps=8, epochs=2.0, restart_warmup_steps=2)
+    second = lora_model(_tiny_model(path), cfg2)
+    from kbqa.finetune.checkpoint import load_adapter_weights
+
+    load_adapter_weights(second, clone / "training" / "reader")  # the loss goes on from there
+    assert _loss(second, tok, probe) == pytest.approx(trained_loss, abs=1e-6)
+    second = lora_model(_tiny_model(path), cfg2)
+    resumed = train_reader(second, tok, train, [], cfg2, second_out, clone / "training" / "reader")
+    assert resumed.steps == 8 and resumed.examples_seen == 16 and resumed.finished
+    assert [h["step"] for h in resumed.log_history] == [8]  # its 5th step is the run's 8th
+    last = read_cursor(second_out / "checkpoints" / "checkpoint-8")
+    assert last.elapsed_seconds >= cursor.elapsed_seconds
+
+
+def test_resuming_over_other_examples_or_another_batch_shape_is_refused(
+    tiny: tuple[Path, Any],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from kbqa.finetune.train import lora_model, train_reader
+
+    path, tok = tiny
+    cfg = _cfg(tmp_path / "a", max_steps=1)
+    train_reader(lora_model(_tiny_model(path), cfg), tok, _examples(6), [], cfg, tmp_path / "a")
+    ckpt = tmp_path / "a" / "checkpoints" / "checkpoint-1"
+    cfg2 = _cfg(tmp_path / "b", max_steps=3)
+    with pytest.raises(InputError, match="trained on other examples"):
+        train_reader(lora_model(_tiny_model(path), cfg2), tok, _examples(7), [], cfg2,
+                     tmp_path / "b", ckpt)  # fmt: skip
+    cfg3 = _cfg(tmp_path / "c", max_steps=3, grad_accum=3)
+    with pytest.raises(InputError, match="examples a step"):
+        train_reader(lora_model(_tiny_model(path), cfg3), tok, _examples(6), [], cfg3,
+                     tmp_path / "c", ckpt)  # fmt: skip
+    cfg4 = _cfg(tmp_path / "d", max_steps=3, lora_r=8)
+    with pytest.raises(InputError, match="LoRA r"):
+        train_reader(lora_model(_tiny_model(path), cfg4), tok, _examples(6), [], cfg4,
+                     tmp_path / "d", ckpt)  # fmt: skip
+    (ckpt / "cursor.json").write_text(json.dumps({"step": 1}))
+    with pytest.raises(InputError, match="not a training cursor"):
+        read_cursor(ckpt)
+    (ckpt / "cursor.json").unlink()
+    with pytest.raises(InputError, match="not a resumable checkpoint"):
+        read_cursor(ckpt)
+
+
+def test_a_resumed_schedule_continues_at_its_step_after_a_short_warm_up() -> None:
+    from kbqa.finetune.train import Schedule
+
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([param], lr=1.0)
+    fresh = Schedule("linear", warmup_steps=0, total_steps=100).scheduler(opt)
+    assert opt.param_groups[0]["lr"] == pytest.approx(1.0)
+    del fresh
+    opt = torch.optim.SGD([param], lr=1.0)
+    Schedule("linear", warmup_steps=0, total_steps=100, offset=50, restart_warmup=4).scheduler(opt)
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.5 * 1 / 4)  # step 50 of 100, ramp 1/4
+
+
+def test_the_manifest_keeps_no_machine_paths() -> None:
+    from kbqa.finetune.reader import portable_command, portable_path
+
+    command = ("kbqa finetune reader --train /work/shared/data/bn/train/h.qa.jsonl "
+               "--kb=../shared/data/kb.jsonl --out /tmp/x/run --epochs 2")  # fmt: skip
+    assert portable_command(command) == (
+        "kbqa finetune reader --train h.qa.jsonl --kb=../shared/data/kb.jsonl --out run --epochs 2"
+    )
+    assert portable_path("/abs/dir/file.gguf") == "file.gguf" and portable_path(3) == 3

@@ -76,6 +76,14 @@ class VerifierConfig(ReaderConfig):
     max_verify_tokens: int = field(
         default=30, metadata={"help": "The verifier's answer budget (HybridRAG-BN: 30)."}
     )
+    train_k: int = field(
+        default=0,
+        metadata={"help": "Hits in a reader example (0: as served; the verifier checks the "
+                  "reader as it is served)."},
+    )  # fmt: skip
+    paraphrase_share: float = field(
+        default=0.0, metadata={"help": "Share of questions asked in another form by rule."}
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -280,7 +288,7 @@ def run_verifier_finetune(cfg: VerifierConfig, command: str | None = None) -> di
     from kbqa.finetune.evaluate import load_reader
     from kbqa.finetune.export import write_adapter
     from kbqa.finetune.reader import adapter_manifest, prepare_examples, start_run, val_sample
-    from kbqa.finetune.train import lora_model, plot_loss, train_reader
+    from kbqa.finetune.train import last_checkpoint, lora_model, plot_loss, train_reader
     from kbqa.llm.models import check_model_name, load_chat_model
     from kbqa.resources import retriever_for
 
@@ -321,7 +329,10 @@ def run_verifier_finetune(cfg: VerifierConfig, command: str | None = None) -> di
     }  # fmt: skip
     (out / "data.json").write_text(json.dumps(data_meta, ensure_ascii=False, indent=1), "utf-8")
     peft_model = lora_model(model, cfg)
-    result = train_reader(peft_model, tokenizer, train, val, cfg, out)
+    resume_from = Path(cfg.resume_from) if cfg.resume_from else None
+    if resume_from is None and cfg.resume:
+        resume_from = last_checkpoint(out)
+    result = train_reader(peft_model, tokenizer, train, val, cfg, out, resume_from)
     if result.interrupted:
         raise KeyboardInterrupt(f"training interrupted at step {result.steps}")
     plot_loss(result.log_history, out / "loss.png")

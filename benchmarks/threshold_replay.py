@@ -5,9 +5,9 @@ records hold ``abstention_probability``; prints a table; asserts nothing.
     python benchmarks/threshold_replay.py runs/default-s0 --thresholds 0.5,0.6,0.7,0.8
     python benchmarks/threshold_replay.py OLD_RUN --own 0.9 --thresholds 0.5  # read at 0.9
 
-At threshold ``t`` the reader abstains exactly when its first token's probability of the
-abstention phrase is ``>= t`` (:class:`kbqa.llm.grounding.AbstentionThreshold`); otherwise the
-phrase's start is masked and it reads on. So for any ``t`` at or below the run's own, a
+At threshold ``t`` the reader abstains exactly when its probability of beginning the
+abstention phrase is ``>= t`` (:class:`kbqa.llm.threshold.AbstentionThreshold`); otherwise every
+way of beginning it is masked and it reads on, the same way whatever ``t``. So for any ``t`` at or below the run's own, a
 question's first reading is known from the run: the phrase when ``p >= t``, else the answer
 it gave. The graph is then run again on each question with a stand-in reader that gives that
 reading (the real reader's tokenizer fits the prompt, so the passages are the same): retrieval,

@@ -178,6 +178,24 @@ def _chat(index: Path, *args: str, stdin: str = "/quit\n") -> subprocess.Complet
                           capture_output=True, text=True, input=stdin)  # fmt: skip
 
 
+def test_chat_says_what_the_reader_said_why_it_abstained_and_the_web_note_once(
+    both_index: Path, tmp_path: Path
+) -> None:
+    questions = ["বাংলাদেশের রাজধানী কোথায়?", "মঙ্গল গ্রহের প্রথম মেয়রের ফোন নম্বর কত?",
+                 "বৃহস্পতি গ্রহের রাজার নাম কী?"]  # fmt: skip
+    done = subprocess.run(
+        [KBQA, "chat", "--index", str(both_index), "--embedder", "fake/hash", "--model",
+         "fake/script:প্যারিস|x@0.99", "--abstention-threshold", "0.5", "--db",
+         str(tmp_path / "w.sqlite")],
+        capture_output=True, text=True, input="\n".join([*questions, "/quit"]) + "\n",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "reader said: প্যারিস (replaced by cross_check)" in out  # the first answer
+    assert out.count("why: the reader found no answer in the passages (p = 0.99)") == 2, out
+    assert done.stderr.count("web search is off") == 1, done.stderr  # once, not per abstention
+
+
 def test_a_bad_db_is_refused_and_left_as_it_was(both_index: Path, tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("not a database\n")

@@ -99,6 +99,55 @@ def test_ask_says_web_search_is_off_when_a_question_ends_unanswered(both_index: 
     assert answered.exit_code == 0 and "web search is off" not in answered.output
 
 
+@pytest.mark.parametrize(
+    ("question", "model", "extra", "said"),
+    [
+        # the reader abstained: its probability of beginning the phrase reached the threshold
+        ("বাংলাদেশের রাজধানী কোথায়?", "fake/script:ঢাকা@0.99", ["--abstention-threshold", "0.5",
+         "--cross-check", "off"], ["why: the reader found no answer in the passages (p = 0.99)"]),
+        # the cross-check replaced the reader's answer by the extractor's span
+        ("বাংলাদেশের রাজধানী কোথায়?", "fake/script:প্যারিস", [],
+         ["reader said: প্যারিস (replaced by cross_check)"]),
+        # finalize refused an answer no passage holds
+        ("বাংলাদেশের রাজধানী কোথায়?", "fake/script:টোকিও", ["--cross-check", "off"],
+         ["why: no passage holds this answer (টোকিও)",
+          "reader said: টোকিও (replaced by finalize)"]),
+        # the reader's own answer, kept: nothing to explain
+        ("বাংলাদেশের রাজধানী কোথায়?", "fake/script:ঢাকা", [], []),
+    ],
+)  # fmt: skip
+def test_ask_says_why_it_abstained_and_what_the_reader_said(
+    tiny_index: Path, question: str, model: str, extra: list[str], said: list[str]
+) -> None:
+    code, text = run_fake("ask", question, tiny_index, *extra, model=model)
+    assert code == 0, text
+    notes = [line for line in text.splitlines() if line.startswith(("why:", "reader said:"))]
+    assert notes == said, text
+
+
+def test_ask_says_retrieval_found_nothing(tmp_path: Path) -> None:
+    from conftest import DOCS
+
+    from kbqa.retrieval.embedders import NoEmbedder
+    from kbqa.retrieval.index import build_index
+
+    build_index(DOCS, tmp_path / "bm25", NoEmbedder(), progress=False)  # no dense part
+    code, text = run("ask", "xyzzy plugh?", "--index", str(tmp_path / "bm25"), "--model",
+                     "fake/script:ঢাকা")  # fmt: skip
+    assert code == 0, text
+    assert "why: retrieval found no passage for this question" in text
+    assert "reader said" not in text  # the reader was not asked
+
+
+def test_ask_json_holds_the_readers_answer_beside_the_final_one(tiny_index: Path) -> None:
+    code, text = run_fake("ask", "বাংলাদেশের রাজধানী কোথায়?", tiny_index, "--json",
+                          model="fake/script:প্যারিস")  # fmt: skip
+    assert code == 0, text
+    out = json.loads(text)
+    assert out["reader_answer"] == "প্যারিস" and out["answered_by"] == "cross_check"
+    assert out["answer"] != "প্যারিস"
+
+
 @pytest.mark.parametrize(("index", "warned"), [("tiny_index", True), ("both_index", False)])
 def test_fallback_without_a_precision_part_is_a_warning(
     index: str, warned: bool, request: pytest.FixtureRequest

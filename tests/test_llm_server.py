@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from math import log
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -55,48 +56,67 @@ def test_a_server_that_is_not_there_is_one_clear_error() -> None:
 
 
 class Vocab:
-    """A stand-in vocabulary: token 0 ``Context``, 1 ``Cont``, 2 ``ঢাকা``, 3 ``C``."""
+    """A stand-in vocabulary: token 0 ``Context``, 1 ``Cont``, 2 ``ঢাকা``, 3 ``C``, 4 ``▁``, 5 a
+    line break, 6 the end of generation."""
 
-    texts = ("Context", "Cont", "ঢাকা", "C")
+    texts = ("Context", "Cont", "ঢাকা", "C", " ", "\n", "")
 
     def n_vocab(self) -> int:
         return len(self.texts)
+
+    def token_eos(self) -> int:
+        return 6
 
     def detokenize(self, ids: list[int]) -> bytes:
         return "".join(self.texts[i] for i in ids).encode()
 
 
 class Client:
-    """Records the completions requests; the first token's top log-probabilities are given."""
+    """Records the completions requests. ``tops`` gives, for what follows the prompt ``q`` (""
+    at first, `` `` after a lead-in), the top log-probabilities of the next token; the server's
+    greedy token is the likeliest one ``logit_bias`` leaves (a stop sequence or the end, ``""``,
+    gives ``""`` and finish reason ``stop``). A stream yields `` শহর``."""
 
-    def __init__(self, top: dict[str, float]) -> None:
-        self.top = top
+    def __init__(self, tops: dict[str, dict[str, float]]) -> None:
+        self.tops = tops
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
     def generate(self, prompts: list[str], **kw: Any) -> Any:
-        self.calls.append(("generate", kw))
-        info = {"logprobs": {"top_logprobs": [self.top]}}
-        return SimpleNamespace(generations=[[SimpleNamespace(generation_info=info)]])
+        self.calls.append(("generate", {"prompt": prompts[0], **kw}))
+        top = self.tops[prompts[0].removeprefix("q")]
+        banned = {Vocab.texts[int(t)] for t in kw.get("logit_bias", {})}
+        text = max((t for t in top if t not in banned), key=top.__getitem__, default="")
+        text = "" if text in (kw.get("stop") or []) else text
+        info = {"finish_reason": "length" if text else "stop", "logprobs": {"top_logprobs": [top]}}
+        return SimpleNamespace(generations=[[SimpleNamespace(text=text, generation_info=info)]])
 
     def stream(self, prompt: str, **kw: Any) -> Iterator[str]:
-        self.calls.append(("stream", kw))
-        yield from ("ঢা", "কা")
+        self.calls.append(("stream", {"prompt": prompt, **kw}))
+        yield from (" শ", "হর")
 
 
-def served(top: dict[str, float]) -> tuple[ServerChatModel, Client]:
+def served(tops: dict[str, dict[str, float]]) -> tuple[ServerChatModel, Client]:
     model = ServerChatModel(
         model_name="gemma3-270m-reader", base_url="http://x/v1", served_name="r",
         prompt_style="tuned", reader_abstention_threshold=0.9,
     )  # fmt: skip
-    client = Client(top)
+    client = Client(tops)
     model._vocab, model._client = Vocab(), client
     return model, client
 
 
-def test_a_likely_abstention_is_the_phrase_without_generating() -> None:
-    import math
+def ask(model: ServerChatModel, threshold: float = 0.9) -> tuple[str, float | None]:
+    """The streamed reply and the probability that came with it."""
+    settings = {"abstention_threshold": threshold, "abstention_phrase": PHRASE}
+    chunks = list(model.stream([HumanMessage("q")], stop=["\n"], max_tokens=7, **settings))
+    told = [c.response_metadata["abstention_probability"] for c in chunks
+            if "abstention_probability" in c.response_metadata]  # fmt: skip
+    assert len(told) == 1  # said once
+    return "".join(str(c.content) for c in chunks), told[0]
 
-    model, client = served({"Context": math.log(0.7), "Cont": math.log(0.25), "ঢাকা": -3.0})
+
+def test_a_likely_abstention_is_the_phrase_without_generating() -> None:
+    model, client = served({"": {"Context": log(0.7), "Cont": log(0.25), "ঢাকা": -3.0}})
     reply = model.invoke([HumanMessage("q")], abstention_threshold=0.9, abstention_phrase=PHRASE)
     assert reply.content == PHRASE
     assert reply.response_metadata["abstention_probability"] == pytest.approx(0.95)
@@ -104,26 +124,54 @@ def test_a_likely_abstention_is_the_phrase_without_generating() -> None:
     assert client.calls[0][1]["max_tokens"] == 1 and client.calls[0][1]["extra_body"] == GREEDY
 
 
-def test_below_the_threshold_the_phrase_start_is_banned_and_the_answer_streams() -> None:
-    import math
+def test_below_the_threshold_the_reply_goes_on_from_its_first_token() -> None:
+    # "C" begins the phrase too: 0.3 + 0.1
+    model, client = served({"": {"ঢাকা": log(0.5), "Context": log(0.3), "C": log(0.1)}})
+    reply, p = ask(model)
+    assert reply == "ঢাকা শহর" and p == pytest.approx(0.4)
+    _, (name, rest) = client.calls
+    assert name == "stream" and rest["prompt"] == "qঢাকা" and "logit_bias" not in rest
+    assert rest["stop"] == ["\n"] and rest["max_tokens"] == 6 and rest["extra_body"] == GREEDY
 
-    model, client = served({"Context": math.log(0.6), "ঢাকা": math.log(0.3), "C": -1.0})
-    settings = {"abstention_threshold": 0.9, "abstention_phrase": PHRASE}
-    stream = list(model.stream([HumanMessage("q")], stop=["\n"], max_tokens=7, **settings))
-    pieces = [str(c.content) for c in stream]
-    assert "".join(pieces) == "ঢাকা"
-    # the first chunk carries the probability that decided the first token (0.6), once
-    first, *rest = (c.response_metadata.get("abstention_probability") for c in stream)
-    assert first == pytest.approx(0.6, abs=1e-6) and rest == [None] * len(rest)
-    name, kw = client.calls[1]
-    # tokens of 4 letters or more that start the phrase (not the 1-letter "C": answers keep it)
-    assert name == "stream" and kw["logit_bias"] == {"0": -100, "1": -100}
-    assert kw["stop"] == ["\n"] and kw["max_tokens"] == 7 and kw["extra_body"] == GREEDY
+
+def test_a_greedy_start_of_the_phrase_is_asked_again_with_every_start_banned() -> None:
+    model, client = served({"": {"Context": log(0.6), "ঢাকা": log(0.3), "C": log(0.05)}})
+    reply, p = ask(model)
+    assert reply == "ঢাকা শহর" and p == pytest.approx(0.65)
+    assert [name for name, _ in client.calls] == ["generate", "generate", "stream"]
+    # every start of the phrase, the line break (a stop sequence) and the end of generation
+    assert client.calls[1][1]["logit_bias"] == {str(t): -100 for t in (0, 1, 3, 5, 6)}
+
+
+def test_a_lone_space_first_is_a_lead_in_after_which_the_decision_is_taken_again() -> None:
+    tops = {"": {" ": log(0.8), "ঢাকা": log(0.1), "Context": log(0.05)},
+            " ": {"Context": log(0.9), "ঢাকা": log(0.05)}}  # fmt: skip
+    model, client = served(tops)
+    reply, p = ask(model, 0.9)
+    assert p == pytest.approx(0.05 + 0.8 * 0.9) and reply == " ঢাকা শহর"
+    assert client.calls[-1][1]["prompt"] == "q ঢাকা" and client.calls[-1][1]["max_tokens"] == 5
+    model, client = served(tops)
+    assert ask(model, 0.7) == (PHRASE, pytest.approx(0.77))
+
+
+def test_ending_before_a_word_counts_as_abstaining() -> None:
+    tops = {"": {" ": log(0.6), "ঢাকা": log(0.3)}, " ": {"\n": log(0.7), "ঢাকা": log(0.2)}}
+    model, client = served(tops)
+    reply, p = ask(model, 0.9)
+    assert p == pytest.approx(0.6 * 0.7) and reply == " ঢাকা শহর"
+    assert "logit_bias" in client.calls[2][1]  # the line break was asked again, banned
+    model, client = served(tops)
+    assert ask(model, 0.4) == (PHRASE, pytest.approx(0.42))
+
+
+def test_at_threshold_1_a_served_reader_never_abstains() -> None:
+    model, _client = served({"": {"Context": 0.0, "ঢাকা": -30.0}})  # p rounds to 1
+    assert ask(model, 1.0)[0] == "ঢাকা শহর"
 
 
 def test_without_a_threshold_one_request_and_no_bias() -> None:
     model, client = served({})
-    assert model.invoke([HumanMessage("q")]).content == "ঢাকা"
+    assert model.invoke([HumanMessage("q")]).content == " শহর"
     assert [name for name, _ in client.calls] == ["stream"]
     assert "logit_bias" not in client.calls[0][1]
 

@@ -84,10 +84,11 @@ class Context:
     abstention_threshold: float | None = field(
         default=None,
         metadata={
-            "description": "At the answer's first token, abstain when the reader's probability "
-            "of starting the abstention phrase is at least this, else mask that start (0 = "
-            "plain greedy decoding; unset = the reader's own: its adapter manifest's "
-            "serving.abstention_threshold, else 0)."
+            "description": "Abstain when the reader's probability of beginning the abstention "
+            "phrase (every token that can begin it, after any leading space or punctuation, or "
+            "ending the reply before a word) is at least this, else mask those tokens (0 = "
+            "plain greedy decoding; 1 = never; unset = the reader's own: its adapter "
+            "manifest's serving.abstention_threshold, else 0)."
         },
     )
     embedder: str = field(

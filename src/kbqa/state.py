@@ -112,10 +112,18 @@ class OutputState(TypedDict, total=False):
             sub-index ``context_index`` names.
         context_index: Whose chunk ids ``context_chunk_ids`` are: ``""`` the primary index's,
             ``"precision"`` the precision sub-index's (set by fallback, which read those last).
-        raw_answer: The LLM's text before clean-up.
-        abstention_probability: The reader's probability (0-1) of starting the abstention
-            phrase at the first token of its first reading, which an abstention threshold
-            compares (generate); ``None`` when no threshold decided it.
+        raw_answer: The answering stage's text before clean-up (the LLM's; the extractor's
+            span when the cross-check replaced the reader's answer).
+        reader_answer: The reader's own answer, cleaned, as ``check_abstention`` judged its
+            last reading (``generate``, or ``retry``'s), or the abstention phrase when it
+            abstained; kept when a later stage replaces the answer. "" when the reader did not
+            read (no LLM, nothing retrieved, or it failed).
+        abstention_probability: The reader's probability (0-1) of beginning the abstention
+            phrase in its first reading, summed over every token that can begin it (any
+            tokenisation, after any leading whitespace or punctuation) and over ending the
+            reply before a word (an empty reply is an abstention too), which an abstention
+            threshold compares (generate; :class:`~kbqa.llm.threshold.AbstentionThreshold`);
+            ``None`` when no threshold decided it.
         abstention_threshold: The threshold it was compared with (generate).
         stage_answers: Cleaned answer of every answering stage in order (``generate``,
             ``retry``, ...), so evaluations can attribute the final answer and count what each
@@ -151,6 +159,7 @@ class OutputState(TypedDict, total=False):
     context_chunk_ids: list[int]
     context_index: str
     raw_answer: str
+    reader_answer: str
     abstention_probability: float | None
     abstention_threshold: float | None
     stage_answers: Annotated[list[StageAnswer], extend]

@@ -38,9 +38,10 @@ class Reading(NamedTuple):
     prompt_tokens: int
     """The prompt's size in the model's tokens."""
     abstention_probability: float | None = None
-    """The reader's probability of starting the abstention phrase at its first token, in
-    [0, 1] (:class:`~kbqa.llm.grounding.AbstentionThreshold`); ``None`` when no threshold
-    decided it (a chat-template reader, or threshold 0)."""
+    """The reader's probability of beginning the abstention phrase, in [0, 1]: summed over every
+    token that can begin it, after any lead-in of whitespace or punctuation, and over ending
+    the reply before a word (:class:`~kbqa.llm.threshold.AbstentionThreshold`); ``None`` when
+    no threshold decided it (a chat-template reader, or threshold 0)."""
     abstention_threshold: float | None = None
     """The threshold that probability was compared with (the run's or the reader's own);
     ``None`` when none was."""
@@ -69,7 +70,7 @@ def generate_answer(
 
     Returns:
         A :class:`Reading`: the model's text, the indices of ``passages`` that fitted, the
-        prompt's size in tokens and the first token's abstention probability.
+        prompt's size in tokens and the reader's abstention probability.
 
     Raises:
         ValueError: The question alone does not fit (see :func:`fit_prompt`).

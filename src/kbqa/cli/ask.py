@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from kbqa.cli.app import app, fail
+from kbqa.cli.explain import abstention_reason, reader_note
 from kbqa.cli.settings import context_options
 from kbqa.errors import KBQAError
 from kbqa.text import is_blank
@@ -18,7 +19,8 @@ WEB_SEARCH_OFF = (
     "note: web search is off, so the question stayed on this machine; --web-search ddgs "
     "(or KBQA_WEB_SEARCH=ddgs) sends what the index cannot answer to DuckDuckGo"
 )
-"""Said once, on stderr, when a question ends unanswered with web search off (the default)."""
+"""Said once, on stderr, when a question ends unanswered with web search off (the default);
+once per session in ``kbqa chat``."""
 
 
 def reachable(out: dict[str, Any]) -> set[str]:
@@ -133,9 +135,14 @@ def _seconds(out: dict[str, Any], *nodes: str) -> float:
 
 
 def print_answer(out: dict[str, Any], index_dir: str) -> None:
-    """The answer, whether it abstained, its numbered sources and the route."""
+    """The answer, whether it abstained and why (:func:`~kbqa.cli.explain.abstention_reason`),
+    the reader's own answer when a later stage replaced it, its numbered sources and the
+    route."""
     typer.echo(f"answer: {out['answer']}")
     typer.echo(f"abstained: {str(out['abstained']).lower()}")
+    for note in (f"why: {why}" if (why := abstention_reason(out)) else None, reader_note(out)):
+        if note:
+            typer.echo(note)
     typer.echo("sources:")
     for i, src in enumerate(out.get("sources", []), start=1):
         where = f" <{src['url']}>" if src["url"] else ""

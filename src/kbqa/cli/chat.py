@@ -20,7 +20,8 @@ from typing import Annotated, Any
 import typer
 
 from kbqa.cli.app import app, fail
-from kbqa.cli.ask import load_models, make_context
+from kbqa.cli.ask import WEB_SEARCH_OFF, load_models, make_context, reachable
+from kbqa.cli.explain import abstention_reason, reader_note
 from kbqa.cli.settings import context_options
 from kbqa.cli.threads import open_threads
 from kbqa.state import RESET
@@ -69,6 +70,7 @@ class Session:
             self.as_json = as_json
             self.console = Console(highlight=False, soft_wrap=True)
             self.last: dict[str, Any] = {}
+            self.told_web_off = False  # the web-search note is said once per chat
             if thread and not self.values(thread):
                 raise ValueError(
                     f"no thread {thread!r} in {self.store.where} (start one with kbqa chat)"
@@ -162,6 +164,7 @@ class Session:
             self.say("(stopped)", "yellow")
             return
         self.last = self.values()
+        self.note_web_search_off()
         if self.as_json:
             out = {
                 k: self.last.get(k)
@@ -171,6 +174,8 @@ class Session:
                     "answer",
                     "abstained",
                     "answered_by",
+                    "reader_answer",
+                    "abstention_probability",
                     "sources",
                     "route",
                     "timings",
@@ -180,11 +185,27 @@ class Session:
             return
         self.show_answer()
 
+    def note_web_search_off(self) -> None:
+        """Say on stderr, the first time a question of this chat ends unanswered with web search
+        off, that it stayed on this machine (as ``kbqa ask`` does for its one question)."""
+        out = self.last
+        if self.told_web_off or not out.get("abstained") or self.ctx.web_search != "off":
+            return
+        if "web_search" in reachable(out):
+            typer.echo(WEB_SEARCH_OFF, err=True)
+            self.told_web_off = True
+
     def show_answer(self) -> None:
+        """The answer, why it was abstained on, the reader's own answer when a later stage
+        replaced it (:mod:`kbqa.cli.explain`) and the first three sources."""
         out = self.last
         if out.get("asked"):
             self.say(f"  (understood as: {out['question']})", "dim")
         self.console.print(f"answer: {out.get('answer', '')}", style="bold", markup=False)
+        why = abstention_reason(out)
+        for note in (f"why: {why}" if why else None, reader_note(out)):
+            if note:
+                self.say(f"  {note}", "dim")
         self.show_sources(limit=3)
 
     def show_sources(self, limit: int | None = None) -> None:

@@ -107,6 +107,7 @@ def make_record(
         "answered_by": out.get("answered_by"),
         "stage_answers": out.get("stage_answers", []),
         "raw_answer": out.get("raw_answer", ""),
+        "reader_answer": out.get("reader_answer", ""),
         "abstention_probability": out.get("abstention_probability"),
         "abstention_threshold": out.get("abstention_threshold"),
         "question_coverage": out.get("question_coverage"),

@@ -23,7 +23,8 @@ from pydantic import ConfigDict, PrivateAttr
 
 from kbqa.errors import ModelError
 from kbqa.llm import llama_compat
-from kbqa.llm.grounding import AbstentionThreshold, SpanConstraint, phrase_start_tokens
+from kbqa.llm.grounding import SpanConstraint
+from kbqa.llm.threshold import AbstentionThreshold, PhraseTokens, core, phrase_tokens
 from kbqa.prompts.answer import prompt_text
 from kbqa.prompts.budget import count_prompt_tokens
 
@@ -81,11 +82,11 @@ class LlamaCppChatModel(BaseChatModel):
 
     A call may pass ``grounding=[passage texts]`` (with ``fixed=[allowed whole answers]``): the
     reply is then constrained to spans of those texts (:class:`~kbqa.llm.grounding.
-    SpanConstraint`); and ``abstention_threshold=t`` with ``abstention_phrase=...``: at the
-    first token the reply starts the phrase when its probability is >= t and cannot start it
-    otherwise
-    (:class:`~kbqa.llm.grounding.AbstentionThreshold`; the probability is returned in
-    ``response_metadata["abstention_probability"]`` by ``invoke``).
+    SpanConstraint`); and ``abstention_threshold=t`` with ``abstention_phrase=...``: the reply
+    is the phrase when the reader's probability of beginning it (any tokenisation, after any
+    lead-in of whitespace or punctuation, or ending before a word) is >= t, and otherwise can
+    neither begin it nor end before a word (:class:`~kbqa.llm.threshold.AbstentionThreshold`;
+    the probability is returned in ``response_metadata["abstention_probability"]``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -96,14 +97,14 @@ class LlamaCppChatModel(BaseChatModel):
     max_tokens: int = 48
     adapter: str = ""
     reader_abstention_threshold: float = 0.0
-    """The reader's own first-token abstention threshold (its adapter manifest's ``serving``
+    """The reader's own abstention threshold (its adapter manifest's ``serving``
     section); a call's ``abstention_threshold=`` keyword overrides it."""
 
     _llama: Any = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _eog: list[int] | None = PrivateAttr(default=None)
     _threshold: AbstentionThreshold | None = PrivateAttr(default=None)
-    _phrase_tokens: dict[str, list[int]] = PrivateAttr(default_factory=dict)
+    _phrase_tokens: dict[tuple[str, ...], PhraseTokens] = PrivateAttr(default_factory=dict)
 
     @classmethod
     def from_path(
@@ -201,7 +202,7 @@ class LlamaCppChatModel(BaseChatModel):
         prompt = prompt_text(messages)
         processors: list[Any] = []
         if kw.get("abstention_threshold"):
-            self._threshold = self.abstention_threshold(prompt, kw)
+            self._threshold = self.abstention_threshold(prompt, kw, stop or [])
             processors.append(self._threshold)
         if kw.get("grounding"):
             processors.append(self.span_constraint(prompt, kw["grounding"], kw))
@@ -212,18 +213,25 @@ class LlamaCppChatModel(BaseChatModel):
     def _prompt_tokens(self, prompt: str) -> int:
         return len(self._llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
 
-    def abstention_threshold(self, prompt: str, kw: dict[str, Any]) -> AbstentionThreshold:
-        """The first-token abstention rule for a call with ``abstention_threshold=t`` and
-        ``abstention_phrase=...``."""
+    def abstention_threshold(
+        self, prompt: str, kw: dict[str, Any], stop: Sequence[str] = ()
+    ) -> AbstentionThreshold:
+        """The abstention rule for a call with ``abstention_threshold=t`` and
+        ``abstention_phrase=...`` and stop sequences ``stop`` (the vocabulary is classified once
+        per phrase and stop sequences)."""
         phrase = str(kw.get("abstention_phrase", ""))
-        if phrase not in self._phrase_tokens:
-            llama = self._llama
-            self._phrase_tokens[phrase] = phrase_start_tokens(
-                lambda t: llama.detokenize([t]).decode("utf-8", "ignore"), llama.n_vocab(), phrase
+        llama = self._llama
+        key = (phrase, *stop)
+        if key not in self._phrase_tokens:
+            self._phrase_tokens[key] = phrase_tokens(
+                lambda t: llama.detokenize([t]), llama.n_vocab(), phrase, stop
             )
-        threshold = float(kw["abstention_threshold"])
         return AbstentionThreshold(
-            self._phrase_tokens[phrase], threshold, self._prompt_tokens(prompt)
+            self._phrase_tokens[key],
+            float(kw["abstention_threshold"]),
+            self._prompt_tokens(prompt),
+            lambda t: llama.detokenize([t]),
+            self._end_tokens(),
         )
 
     def span_constraint(self, prompt: str, texts: list[str], kw: dict[str, Any]) -> SpanConstraint:
@@ -239,6 +247,8 @@ class LlamaCppChatModel(BaseChatModel):
 
     def _end_tokens(self) -> list[int]:
         """End-of-generation token ids of the vocabulary (found once)."""
+        if self._eog is None and hasattr(self._llama, "end_tokens"):  # a stand-in (fake.py)
+            self._eog = list(self._llama.end_tokens)
         if self._eog is None:
             import llama_cpp
 
@@ -306,20 +316,23 @@ def stream_chunks(
     the callbacks (LangGraph's ``messages`` stream mode reads them), and one empty chunk when
     nothing came (the first token was a stop sequence: an empty answer, not an error).
 
-    The first chunk's ``response_metadata["abstention_probability"]`` is
-    ``abstention_probability()`` read once the first piece has come: the probability of
-    starting the abstention phrase that decided the first token
-    (:class:`~kbqa.llm.grounding.AbstentionThreshold`), ``None`` without a threshold."""
-    produced = False
+    One chunk's ``response_metadata["abstention_probability"]`` is ``abstention_probability()``,
+    read once it is decided: with the first piece that holds more than whitespace and
+    punctuation (the reply has begun, :func:`~kbqa.llm.threshold.core`), or with an empty last
+    chunk when none did. It is the probability of beginning the abstention phrase
+    (:class:`~kbqa.llm.threshold.AbstentionThreshold`), ``None`` without a threshold."""
+    text, told = b"", False
     for piece in pieces:
         if not piece:
             continue
-        meta = {} if produced else {"abstention_probability": abstention_probability()}
-        produced = True
+        text += piece.encode("utf-8")
+        meta = {}
+        if not told and core(text):
+            meta, told = {"abstention_probability": abstention_probability()}, True
         chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece, response_metadata=meta))
         if run_manager is not None:
             run_manager.on_llm_new_token(piece, chunk=chunk)
         yield chunk
-    if not produced:
+    if not told:
         meta = {"abstention_probability": abstention_probability()}
         yield ChatGenerationChunk(message=AIMessageChunk(content="", response_metadata=meta))

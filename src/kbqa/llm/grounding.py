@@ -19,6 +19,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+# the abstention rule lives in kbqa.llm.threshold; kbqa.finetune still names it here
+from kbqa.llm.threshold import AbstentionThreshold as AbstentionThreshold
+
 Grounding = Literal["off", "snap", "constrained"]
 GROUNDING_MODES: tuple[Grounding, ...] = ("off", "snap", "constrained")
 DEFAULT_GROUNDING: Grounding = "constrained"
@@ -87,68 +90,11 @@ class SpanConstraint:
         best = best[np.argsort(-scores[best])]
         keep = [int(t) for t in best if self.allowed(so_far, int(t))]
         if not keep:  # nothing in reach continues a span: end the answer here
-            keep = sorted(self.end_tokens)
+            keep = [t for t in sorted(self.end_tokens) if np.isfinite(scores[t])]
+        if not keep:  # ending is masked too (the abstention threshold wants a word): the
+            keep = [int(best[0])]  # reader's best, which finalize's grounding then judges
         masked = np.full_like(scores, -np.inf)
         masked[keep] = scores[keep]
         if keep[0] != int(best[0]):
             self.masked_steps += 1
         return masked
-
-
-class AbstentionThreshold:
-    """Decide abstention by the reader's own probability of the abstention phrase.
-
-    Greedy decoding abstains whenever the phrase's first token has the highest logit, which a
-    reader fine-tuned with one fixed phrase does too often: the phrase is one token sequence,
-    while an answer's probability is spread over many first tokens. At the first generated
-    token this processor compares the probability of starting the phrase (summed over every
-    token that can start it: ``▁Context``, ``▁context``, ``▁Cont``...) with ``threshold``: at or
-    above it every other token is masked, below it those tokens are. Only the first token is
-    decided: the model could still abstain in words that start otherwise (``তথ্য নেই``), which
-    the abstention check catches as ever. The probability is kept in :attr:`probability`.
-
-    Args:
-        phrase_tokens: Ids of the tokens that start the abstention phrase (see
-            :func:`phrase_start_tokens`).
-        threshold: In (0, 1].
-        prompt_tokens: Prompt length: the first generated position is right after it.
-    """
-
-    def __init__(self, phrase_tokens: Sequence[int], threshold: float, prompt_tokens: int) -> None:
-        self.tokens = np.asarray(sorted(set(phrase_tokens)), dtype=np.int64)
-        self.threshold = threshold
-        self.prompt_tokens = prompt_tokens
-        self.probability: float | None = None
-
-    def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        if len(input_ids) != self.prompt_tokens or not len(self.tokens):
-            return scores
-        weights = np.exp(scores - scores.max())
-        self.probability = float(weights[self.tokens].sum() / weights.sum())
-        out = scores.copy()
-        if self.probability >= self.threshold:
-            keep = out[self.tokens].copy()
-            out[:] = -np.inf
-            out[self.tokens] = keep
-        else:
-            out[self.tokens] = -np.inf
-        return out
-
-
-MIN_PHRASE_START = 4
-"""Shortest token text (case folded) counted as starting the abstention phrase: ``cont`` and
-longer. Shorter pieces (``▁C``, ``▁Con``) stay allowed, so answers starting with them are
-untouched; the model could in principle spell the phrase from them."""
-
-
-def phrase_start_tokens(token_text: Any, vocab_size: int, phrase: str) -> list[int]:
-    """Ids of the tokens whose text (stripped, case folded, at least :data:`MIN_PHRASE_START`
-    characters) is a prefix of ``phrase``; ``token_text(id) -> str``. One pass over the
-    vocabulary (0.7 s for Gemma's 262k)."""
-    target = phrase.strip().lower()
-    out = []
-    for token in range(vocab_size):
-        text = token_text(token).strip().lower()
-        if len(text) >= MIN_PHRASE_START and target.startswith(text):
-            out.append(token)
-    return out

@@ -15,13 +15,16 @@ that model (with the same adapter); ``--llm-model`` is the name the server knows
 
 Decoding is greedy as in process (temperature 0, ``top_k`` 1, no repetition penalty: the
 llama.cpp server's default penalty is 1.1). Stop sequences and the token budget pass through.
-The first-token abstention rule of a tuned reader (:class:`~kbqa.llm.grounding.
-AbstentionThreshold`, a logits processor in process) is carried out in two requests: one token
-with its top :data:`TOP_LOGPROBS` log-probabilities gives the probability of starting the
-abstention phrase; at or above the threshold the reply is the phrase, below it the answer is
-generated with the phrase's start tokens banned by ``logit_bias`` (for the whole reply, not only
-its first token: those tokens are the phrase's first four or more letters, ``Cont``...). The
-span constraint (``--grounding constrained``) also needs a logits processor inside the server,
+The abstention rule of a tuned reader (:class:`~kbqa.llm.threshold.AbstentionThreshold`, a
+logits processor in process) is carried out in requests of one token: each gives the top
+:data:`TOP_LOGPROBS` log-probabilities, over which the probability of beginning the abstention
+phrase (or of ending the reply before a word) is summed. At or above the threshold the reply is
+the phrase. Below it, the reply's first token is the server's greedy one, asked again with
+every such token banned by ``logit_bias`` when it was one of them; a first token of whitespace
+or punctuation (a lone ``▁``) is a lead-in, after which the decision is taken again, as in
+process. The rest of the reply is generated from the prompt plus that beginning, so the ban
+covers the reply's start only (the beginning is sent as text: the server tokenises it again).
+The span constraint (``--grounding constrained``) also needs a logits processor inside the server,
 so a served reader grounds its answer afterwards (``snap``; measured within one question in 45
 of ``constrained`` in docs/finetune.md).
 """
@@ -41,13 +44,16 @@ from pydantic import ConfigDict, PrivateAttr
 
 from kbqa.errors import KBQAError, ModelError
 from kbqa.llm.chat import stream_chunks
-from kbqa.llm.grounding import MIN_PHRASE_START, phrase_start_tokens
+from kbqa.llm.threshold import PhraseTokens, begins, core, ends_empty, phrase_tokens
 from kbqa.prompts.answer import PLAIN_STYLES, prompt_text
 from kbqa.prompts.budget import count_prompt_tokens
 
 TOP_LOGPROBS = 20
 """Log-probabilities asked for the first token (the OpenAI API's most for chat; the phrase's
-probability is summed over those of them that start it)."""
+probability is summed over those of them that begin it)."""
+MAX_LEAD_IN = 3
+"""Lead-in tokens (whitespace, punctuation) after which the abstention decision is taken
+anyway: each costs one request."""
 GREEDY = {"top_k": 1, "repeat_penalty": 1.0}
 """Sampling fields beyond the OpenAI API (llama.cpp's; vLLM reads ``top_k`` and ignores the
 other) that make the server decode as kbqa does in process."""
@@ -116,7 +122,7 @@ class ServerChatModel(BaseChatModel):
 
     _vocab: Any = PrivateAttr(default=None)
     _client: Any = PrivateAttr(default=None)
-    _phrase_tokens: dict[str, list[int]] = PrivateAttr(default_factory=dict)
+    _phrase_tokens: dict[tuple[str, ...], PhraseTokens] = PrivateAttr(default_factory=dict)
 
     @property
     def _llm_type(self) -> str:
@@ -136,47 +142,106 @@ class ServerChatModel(BaseChatModel):
         """Prompt tokens for ``messages`` (:func:`kbqa.prompts.budget.count_prompt_tokens`)."""
         return count_prompt_tokens(messages, self.prompt_style, self.get_num_tokens)
 
-    def phrase_tokens(self, phrase: str) -> list[int]:
-        """Ids of the tokens that start ``phrase`` (:func:`~kbqa.llm.grounding.
-        phrase_start_tokens`, over the local vocabulary; cached)."""
-        if phrase not in self._phrase_tokens:
+    def phrase_tokens(self, phrase: str, stop: Sequence[str] = ()) -> PhraseTokens:
+        """The local vocabulary classified for ``phrase`` and ``stop`` (:func:`~kbqa.llm.
+        threshold.phrase_tokens`; cached)."""
+        key = (phrase, *stop)
+        if key not in self._phrase_tokens:
             vocab = self._vocab
-            self._phrase_tokens[phrase] = phrase_start_tokens(
-                lambda t: vocab.detokenize([t]).decode("utf-8", "ignore"), vocab.n_vocab(), phrase
+            self._phrase_tokens[key] = phrase_tokens(
+                lambda t: vocab.detokenize([t]), vocab.n_vocab(), phrase, stop
             )
-        return self._phrase_tokens[phrase]
+        return self._phrase_tokens[key]
 
     def _threshold(self, kw: dict[str, Any]) -> float:
         if not kw.get("abstention_phrase"):
             return 0.0
         return float(kw.get("abstention_threshold") or 0.0)
 
-    def _phrase_probability(self, prompt: str, phrase: str, stop: list[str] | None) -> float:
-        """Probability that the reply's first token starts ``phrase``, from the top
-        :data:`TOP_LOGPROBS` log-probabilities the server returns for it."""
-        target = phrase.strip().lower()
+    def _one_token(
+        self, prompt: str, stop: list[str] | None, **extra: Any
+    ) -> tuple[str, str, dict[str, float]]:
+        """The server's greedy next token for ``prompt``: ``(text, finish_reason, {token text:
+        probability})`` over the top :data:`TOP_LOGPROBS`.
+
+        Raises:
+            ModelError: The server refuses log-probabilities or returns none.
+        """
         fix = (
             "the abstention threshold needs them: start llama_cpp.server with --logits_all "
             "true (its default), or pass --abstention-threshold 0 to read without it"
         )
         try:
             result = self._client.generate(
-                [prompt], stop=stop, max_tokens=1, logprobs=TOP_LOGPROBS, extra_body=GREEDY
+                [prompt],
+                stop=stop,
+                max_tokens=1,
+                logprobs=TOP_LOGPROBS,
+                extra_body=GREEDY,
+                **extra,
             )
         except Exception as exc:
             raise ModelError(
                 f"the server at {self.base_url} failed a request for log-probabilities "
                 f"({type(exc).__name__}: {exc}); if it answers other requests, {fix}"
             ) from exc
-        info = result.generations[0][0].generation_info or {}
+        generation = result.generations[0][0]
+        info = generation.generation_info or {}
         top = ((info.get("logprobs") or {}).get("top_logprobs") or [{}])[0] or {}
         if not top:
             raise ModelError(f"the server at {self.base_url} returned no log-probabilities; {fix}")
-        return sum(
-            math.exp(lp)
-            for text, lp in top.items()
-            if len(t := text.strip().lower()) >= MIN_PHRASE_START and target.startswith(t)
-        )
+        probs = {text: math.exp(lp) for text, lp in top.items()}
+        return str(generation.text), str(info.get("finish_reason") or ""), probs
+
+    def _begin(
+        self, prompt: str, phrase: str, threshold: float, stop: list[str] | None
+    ) -> tuple[float, str | None, bool, int]:
+        """Decide how the reply begins, as :class:`~kbqa.llm.threshold.AbstentionThreshold`
+        does in process: a token counts when it begins the phrase or ends the reply before it
+        holds a word (the end of generation, ``""`` among the log-probabilities, or a stop
+        sequence); below the threshold, a greedy token of either kind is asked again with all
+        such tokens banned.
+
+        Returns:
+            ``(probability, beginning, ended, tokens)``: the probability of beginning the phrase;
+            the reply's first tokens as text, or ``None`` when the reply is the phrase; whether
+            the reply ended there; and how many tokens those were.
+        """
+        target = core(phrase.encode("utf-8"))
+        stops = [s.encode("utf-8") for s in stop or [] if s]
+
+        def abstains(begun: bytes, text: str) -> bool:
+            piece = text.encode("utf-8")
+            return begins(core(piece), target) or not piece or ends_empty(begun, piece, stops)
+
+        probability, path, begun, step = 0.0, 1.0, "", 0
+        while True:
+            step += 1
+            so_far = begun.encode("utf-8")
+            text, finish, probs = self._one_token(prompt + begun, stop)
+            probability += path * sum(p for t, p in probs.items() if abstains(so_far, t))
+            if threshold < 1.0 and probability >= threshold:
+                return probability, None, False, step
+            ends = finish == "stop" and not core((begun + text).encode("utf-8"))
+            if ends or begins(core(text.encode("utf-8")), target):  # ask again, those banned
+                ban = self._ban(phrase, stop)
+                text, finish, _ = self._one_token(prompt + begun, stop, logit_bias=ban)
+            if not text and finish != "stop":  # a cut-off character: the server goes on from here
+                return probability, begun, False, step - 1
+            begun += text
+            if finish == "stop":
+                return probability, begun, True, step
+            if core(begun.encode("utf-8")) or step > MAX_LEAD_IN:
+                return probability, begun, False, step
+            path *= probs.get(text, 0.0)  # a lead-in: the decision is taken again after it
+
+    def _ban(self, phrase: str, stop: list[str] | None) -> dict[str, int]:
+        """``logit_bias`` that bans every token that begins ``phrase``, holds a stop sequence or
+        ends generation."""
+        tokens = self.phrase_tokens(phrase, stop or [])
+        eos = [self._vocab.token_eos()] if hasattr(self._vocab, "token_eos") else []
+        ids = {*map(int, tokens.starts), *map(int, tokens.stopping), *eos}
+        return {str(t): -100 for t in sorted(ids)}
 
     def _pieces(
         self, messages: list[BaseMessage], stop: list[str] | None, kw: dict[str, Any]
@@ -209,19 +274,19 @@ class ServerChatModel(BaseChatModel):
             return
         prompt = prompt_text(messages)
         threshold = self._threshold(kw)
-        extra: dict[str, Any] = {}
         probability = None
         if threshold:
             phrase = str(kw["abstention_phrase"])
-            probability = self._phrase_probability(prompt, phrase, stop)
-            if probability >= threshold:
+            probability, begun, ended, used = self._begin(prompt, phrase, threshold, stop)
+            if begun is None:
                 yield phrase, probability
                 return
-            ids = self.phrase_tokens(phrase)
-            if ids:
-                extra["logit_bias"] = {str(t): -100 for t in ids}
+            yield begun, probability
+            if ended or used >= max_tokens:
+                return
+            prompt, max_tokens = prompt + begun, max_tokens - used
         for text in self._client.stream(
-            prompt, stop=stop, max_tokens=max_tokens, extra_body=GREEDY, **extra
+            prompt, stop=stop, max_tokens=max_tokens, extra_body=GREEDY
         ):
             yield str(text), probability
 
@@ -308,8 +373,10 @@ def load_server_chat_model(
     )
     from llama_cpp import Llama
 
+    from kbqa.llm import llama_compat
     from kbqa.llm.chat import quiet_stderr
 
+    llama_compat.install()  # tokens over 32 bytes must not read as empty
     with quiet_stderr():
         model._vocab = Llama(model_path=str(path), vocab_only=True, verbose=False)
     common: dict[str, Any] = {

@@ -17,8 +17,10 @@ from kbqa.state import State
 
 
 def check_abstention(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Judge ``raw_answer``: set ``answer``, ``abstained``, ``answered_by`` and ``sources``, and
-    record the stage's answer in ``stage_answers``."""
+    """Judge ``raw_answer``: set ``answer``, ``abstained``, ``answered_by``, ``sources`` and
+    ``reader_answer`` (the same answer, which later stages leave as it is; "" when nothing was
+    retrieved, so the reader was not asked), and record the stage's answer in
+    ``stage_answers``."""
     started = time.perf_counter()
     ctx = context_of(runtime)
     answer, abstained = judge(
@@ -29,6 +31,7 @@ def check_abstention(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "answer": answer,
         "abstained": abstained,
         "answered_by": stage,
+        "reader_answer": answer if state.get("retrieved") else "",
         "sources": chunk_sources(
             chunks_of(ctx), state.get("retrieved", []), state.get("context_chunk_ids", [])
         ),

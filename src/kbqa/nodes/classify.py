@@ -24,6 +24,7 @@ PER_QUESTION: dict[str, Any] = {
     "context_chunk_ids": [],
     "context_index": "",
     "raw_answer": "",
+    "reader_answer": "",
     "abstention_probability": None,
     "abstention_threshold": None,
     "verified_answer": "",

@@ -144,3 +144,17 @@ def test_the_manifest_keeps_no_machine_paths() -> None:
         "kbqa finetune reader --train h.qa.jsonl --kb=../shared/data/kb.jsonl --out run --epochs 2"
     )
     assert portable_path("/abs/dir/file.gguf") == "file.gguf" and portable_path(3) == 3
+
+
+def test_max_steps_beyond_the_epochs_reads_on_into_further_epochs(
+    tiny: tuple[Path, Any],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from kbqa.finetune.train import lora_model, train_reader
+
+    path, tok = tiny
+    cfg = _cfg(tmp_path, max_steps=5, epochs=1.0)  # 6 examples, 2 a step: 3 steps an epoch
+    result = train_reader(lora_model(_tiny_model(path), cfg), tok, _examples(6), [], cfg, tmp_path)
+    assert result.steps == 5 and result.examples_seen == 10 and result.finished
+    cursor = read_cursor(tmp_path / "checkpoints" / "checkpoint-5")
+    assert cursor.total == 10 and cursor.schedule["total_steps"] == 5

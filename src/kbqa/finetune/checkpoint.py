@@ -53,7 +53,7 @@ def epoch_order(n: int, epochs: float, seed: int) -> list[int]:
     """
     if n < 1 or not epochs > 0:
         raise ValueError(f"need n >= 1 and epochs > 0, got n={n}, epochs={epochs}")
-    total = math.floor(n * epochs)
+    total = math.floor(n * epochs + 1e-9)  # n * (k / n) is k, not k - 1
     order: list[int] = []
     epoch = 0
     while len(order) < total:

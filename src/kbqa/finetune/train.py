@@ -267,12 +267,15 @@ def start_cursor(
         load_adapter_weights(model, resume_from)
         log.warning("resuming %s at step %d (epoch %.2f)", resume_from, cursor.step, cursor.epoch)
         return cursor
-    total = len(epoch_order(len(train), cfg.epochs, cfg.seed))
+    epochs = cfg.epochs  # --max-steps beyond the epochs reads on into further epochs
+    if cfg.max_steps > 0:
+        epochs = max(epochs, cfg.max_steps * per_step / len(train))
+    total = len(epoch_order(len(train), epochs, cfg.seed))
     schedule = {"name": cfg.lr_scheduler, "learning_rate": cfg.learning_rate,
                 "warmup_steps": cfg.warmup_steps, "total_steps": total // per_step}  # fmt: skip
     return Cursor(step=0, consumed=0, total=total, examples_per_step=per_step,
                   train_examples=len(train), fingerprint=fingerprint, seed=cfg.seed,
-                  epochs=cfg.epochs, schedule=schedule)  # fmt: skip
+                  epochs=epochs, schedule=schedule)  # fmt: skip
 
 
 def train_reader(

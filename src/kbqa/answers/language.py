@@ -1,4 +1,5 @@
-"""Question language (``bn``/``en``) and type, by rules over Bangla and English question words.
+"""Question language (``bn``/``en``) and type, by rules over Bangla and English question words
+and, for Bangla yes/no, a small classifier (:mod:`kbqa.answers.yes_no`).
 
 Types follow the type-aware RAG seed: person, date, number, location, email, list, yes/no,
 other.
@@ -18,12 +19,10 @@ _E = r"(?![\p{L}\p{M}])"
 """Bangla word edges: ``\\b`` does not work for Bangla (vowel signs are not ``\\w``), and a
 question word must not match inside another word (``কখন`` inside ``কখনো``, never)."""
 
-# Checked in order; the first rule that matches wins.
+# Checked in order; the first rule that matches wins. A Bangla yes/no is decided between list
+# and date by a classifier (see question_type).
 _RULES: list[tuple[str, regex.Pattern[str]]] = [
     ("email", regex.compile(r"(ই-?মেইল|e-?mail)", regex.I)),
-    # an explicit yes-or-no: "... - হ্যাঁ কি না?", "... কিনা?", a final "... নাকি?" (an
-    # either-or inside the sentence, "ঢাকা নাকি চট্টগ্রাম?", asks which, not yes/no)
-    ("yes/no", regex.compile(rf"{_B}(কিনা|কি\s+না|কী\s+না){_E}|{_B}নাকি\s*[?？]?\s*$")),
     ("list", regex.compile(rf"{_B}(কি\s+কি|কী\s+কী|কোন\s+কোন|কে\s+কে|কারা\s+কারা){_E}")),
     (
         "date",
@@ -61,22 +60,6 @@ _RULES: list[tuple[str, regex.Pattern[str]]] = [
     ),
 ]
 
-_KI = rf"{_B}(কি|কী){_E}"
-_KI_ASKS = regex.compile(
-    rf"{_KI}\s*(ধরনের|ধরণের|নামে|নাম|কারণে|কারনে|হিসেবে|হিসাবে|রকম|রকমের|জন্য|উদ্দেশ্যে|বিষয়ে|বিষয়ে|"
-    rf"কাজ|ছিল|ছিলো){_E}"
-    rf"|{_KI}\s*(হয়|হয়|হল|হবে|হচ্ছে|কর|বল|বোঝ|বুঝ)[\p{{L}}\p{{M}}]*"
-)
-"""``কি``/``কী`` asking *what*: before a noun it asks for (``কি নামে``, ``কী কারণে``) or right before
-a form of হওয়া, করা, বলা, বোঝা (``কি হয়েছিল``, ``কি করেছিলেন``, ``কী বোঝায়``)."""
-_FINAL_KI = regex.compile(rf"(\S+)\s+{_KI}\s*[?？]?\s*$")
-_VERB_END = regex.compile(
-    r"(েছে|েছেন|েছিল|েছিলো|েছিলেন|ছে|ছেন|ছিল|ছিলো|ছিলেন|েন|বে|বেন|তো|তেন|আছে|নেই|করে|পারে|থাকে|"
-    r"রাখে|বলে|চলে|হয়|হয়|যায়|যায়|দেয়|দেয়|নেয়|নেয়|পায়|পায়|যান|পান|খান|চান|হন|দেন|নেন|হল|হলো|গেল|"
-    r"গেলো|দিল|দিলো|নিল|নিলো|পেল|পেলো|করল|করলো)$"
-)
-"""Endings of finite Bangla verbs (``রয়েছে``, ``করে``, ``পারেন``, ``হয়``, ``ছিল``); a noun before a
-final ``কি`` (``রাজধানী কি?``) asks *what*."""
 QUESTION_WORDS_BN = frozenset(
     normalize_text(word)
     for word in (
@@ -88,28 +71,6 @@ QUESTION_WORDS_BN = frozenset(
 )  # fmt: skip
 """Bangla question words, as whole tokens after :func:`~kbqa.text.normalize_text` (the
 extractor finds the question word's place with them)."""
-_WH_BN = regex.compile(rf"{_B}({'|'.join(sorted(QUESTION_WORDS_BN, key=len, reverse=True))})")
-"""A word that starts with a Bangla question word (a prefix match: ``কোন`` covers ``কোনটি``,
-``কত`` covers ``কতজন``); matched against normalised text."""
-
-
-def _bangla_yes_no(q: str) -> bool:
-    """A Bangla yes/no question, decided by its structure (BanglaRQA's confirmation questions):
-
-    - ``কি``/``কী`` as the interrogative particle after a finite verb at the end (``... রয়েছে
-      কি?``); after a noun (``রাজধানী কি?``, ``রাজধানী কী?``) it asks *what*, whichever spelling;
-    - ``কি`` inside the sentence (``ঢাকা কি বাংলাদেশের রাজধানী?``), unless it asks *what*
-      (``কি নামে``, ``কি কারণে``); ``কী`` inside the sentence is the standard spelling of *what*;
-    - a statement asked as a question: no question word at all and a final ``?``
-      (``পাট বাংলাদেশের একটি অর্থকরী ফসল?``).
-    """
-    if final := _FINAL_KI.search(q):
-        return bool(_VERB_END.search(final.group(1)))
-    if regex.search(rf"{_B}কি{_E}", q):
-        return not _KI_ASKS.search(q)
-    if regex.search(rf"{_B}কী{_E}", q):
-        return False  # the standard spelling of *what*
-    return q.rstrip().endswith(("?", "？")) and not _WH_BN.search(q)
 
 
 def detect_language(text: str) -> str:
@@ -121,11 +82,21 @@ def detect_language(text: str) -> str:
 
 
 def question_type(question: str) -> str:
-    """Rule-based question type; ``other`` when no rule matches."""
+    """The question's type: ``email`` and ``list`` by rule; for a Bangla question then
+    ``yes/no`` by the shipped classifier (:func:`kbqa.answers.yes_no.yes_no_classifier`, which
+    reads the whole question: ``কি`` asks *what* as often as it asks yes or no); then the word
+    rules (date, person, location, number, an English yes/no); ``other`` when none matches.
+    Deterministic.
+    """
+    from kbqa.answers.yes_no import yes_no_classifier  # it reads QUESTION_WORDS_BN from here
+
     q = normalize_text(question).strip()
-    for name, pattern in _RULES:
+    for name, pattern in _RULES[:2]:  # email, list (a doubled কি কি asks for a list)
         if pattern.search(q):
             return name
-    if detect_language(q) == "bn" and _bangla_yes_no(q):
+    if detect_language(q) == "bn" and yes_no_classifier().is_yes_no(q):
         return "yes/no"
+    for name, pattern in _RULES[2:]:
+        if pattern.search(q):
+            return name
     return "other"

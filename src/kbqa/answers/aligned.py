@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import itertools
 
-from kbqa.answers.language import QUESTION_WORDS_BN
 from kbqa.answers.patterns import STOPWORDS
+from kbqa.answers.question_words import QUESTION_WORDS_BN
 from kbqa.retrieval.tokenizer import tokenize
 
 MAX_ALIGNED_WORDS = 12

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import regex
 
+from kbqa.answers.yes_no import yes_no_classifier
 from kbqa.text import normalize_text
 
 _BENGALI = regex.compile(r"[\u0980-\u09FF]")
@@ -60,18 +61,6 @@ _RULES: list[tuple[str, regex.Pattern[str]]] = [
     ),
 ]
 
-QUESTION_WORDS_BN = frozenset(
-    normalize_text(word)
-    for word in (
-        "কে", "কী", "কি", "কোন", "কোনটি", "কোনগুলো", "কোনো", "কোথায়", "কোথা", "কোথাকার", "কবে",
-        "কখন", "কত", "কতটা", "কতো", "কতজন", "কতটি", "কততম", "কেন", "কিভাবে", "কীভাবে", "কার",
-        "কাকে", "কাদের", "কারা", "কয়", "কয়টি", "কিসের", "কীসের", "কিসে", "কীসে", "কেমন", "কিরূপ",
-        "কীরূপ",
-    )
-)  # fmt: skip
-"""Bangla question words, as whole tokens after :func:`~kbqa.text.normalize_text` (the
-extractor finds the question word's place with them)."""
-
 
 def detect_language(text: str) -> str:
     """``bn`` when at least 30% of the letters are Bengali script, else ``en``."""
@@ -88,8 +77,6 @@ def question_type(question: str) -> str:
     rules (date, person, location, number, an English yes/no); ``other`` when none matches.
     Deterministic.
     """
-    from kbqa.answers.yes_no import yes_no_classifier  # it reads QUESTION_WORDS_BN from here
-
     q = normalize_text(question).strip()
     for name, pattern in _RULES[:2]:  # email, list (a doubled কি কি asks for a list)
         if pattern.search(q):

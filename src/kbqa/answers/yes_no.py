@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 import regex
 
-from kbqa.answers.language import QUESTION_WORDS_BN
+from kbqa.answers.question_words import QUESTION_WORDS_BN
 from kbqa.text import fold_digits, normalize_text
 
 WEIGHTS_PATH = Path(__file__).with_name("yes_no_bn.npz")

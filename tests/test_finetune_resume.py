@@ -90,6 +90,11 @@ def test_a_run_stopped_copied_to_a_fresh_clone_and_resumed_goes_on(
     assert [h["step"] for h in resumed.log_history] == [8]  # its 5th step is the run's 8th
     last = read_cursor(second_out / "checkpoints" / "checkpoint-8")
     assert last.elapsed_seconds >= cursor.elapsed_seconds
+    assert [h["step"] for h in last.log_history] == [8]  # the loss logged at the saved step
+    config = json.loads(
+        (second_out / "checkpoints" / "checkpoint-8" / "adapter_config.json").read_text()
+    )
+    assert config["base_model_name_or_path"] == cursor.base_model != ""  # no machine path
 
 
 def test_resuming_over_other_examples_or_another_batch_shape_is_refused(
@@ -158,3 +163,30 @@ def test_max_steps_beyond_the_epochs_reads_on_into_further_epochs(
     assert result.steps == 5 and result.examples_seen == 10 and result.finished
     cursor = read_cursor(tmp_path / "checkpoints" / "checkpoint-5")
     assert cursor.total == 10 and cursor.schedule["total_steps"] == 5
+
+
+def test_the_committed_copy_is_replaced_by_renames_and_never_over_other_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbqa.finetune.checkpoint import check_copy_target, recover_copy
+
+    out, copy = tmp_path / "runs" / "reader", tmp_path / "training" / "reader"
+    monkeypatch.chdir(tmp_path)
+    check_copy_target(copy, out)  # missing: fine
+    bad_targets = [(out, "outside --out"), (out / "x", "outside --out"),
+                   (tmp_path / "runs", "outside --out"), (Path("."), "current folder")]  # fmt: skip
+    for bad, why in bad_targets:
+        with pytest.raises(InputError, match=why):
+            check_copy_target(bad, out)
+    copy.mkdir(parents=True)
+    (copy / "cursor.json").write_text("{}")
+    check_copy_target(copy, out)  # a checkpoint's own files: fine
+    (copy / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="holds other files"):
+        check_copy_target(copy, out)
+    # a save killed between its two renames leaves the old copy aside: it is put back
+    (copy / "notes.txt").unlink()
+    copy.rename(copy.with_name("reader.old"))
+    copy.with_name("reader.tmp").mkdir()
+    recover_copy(copy)
+    assert (copy / "cursor.json").is_file() and not copy.with_name("reader.tmp").exists()

@@ -87,6 +87,7 @@ class Cursor:
         seed: The order's seed.
         epochs: Passes over the examples.
         schedule: ``{"name", "learning_rate", "warmup_steps", "total_steps"}``.
+        base_model: The base model's registered name (or GGUF file name).
         elapsed_seconds: Training wall time so far, all sessions.
         log_history: ``[{"step", "loss"}, ...]`` of every session.
         format: The file's format version.
@@ -101,6 +102,7 @@ class Cursor:
     seed: int
     epochs: float
     schedule: dict[str, Any]
+    base_model: str = ""
     elapsed_seconds: float = 0.0
     log_history: list[dict[str, Any]] = field(default_factory=list)
     format: int = CURSOR_FORMAT
@@ -122,7 +124,10 @@ def read_cursor(checkpoint: Path) -> Cursor:
     if not checkpoint.is_dir():
         raise InputError(f"checkpoint {checkpoint} is not a directory")
     if not path.is_file():
-        raise InputError(f"{checkpoint} has no {CURSOR_FILE}: it is not a resumable checkpoint")
+        raise InputError(
+            f"{checkpoint} has no {CURSOR_FILE}: it is not a resumable checkpoint (an older "
+            "kbqa's, or not a checkpoint); start the run again with another --out"
+        )
     try:
         cursor = Cursor(**json.loads(path.read_text("utf-8")))
     except (ValueError, TypeError) as exc:
@@ -153,16 +158,47 @@ def check_resumable(cursor: Cursor, fingerprint: str, n: int, per_step: int, whe
         )
 
 
+CHECKPOINT_FILES = frozenset({CURSOR_FILE, PROGRESS_FILE, ADAPTER_FILE, "adapter_config.json"})
+"""What a checkpoint directory holds; a ``--checkpoint-copy`` folder may hold nothing else."""
+
+
+def check_copy_target(copy_to: Path, out: Path) -> None:
+    """Refuse a ``--checkpoint-copy`` folder that replacing would destroy other files: the
+    current folder or a parent of it, ``--out`` or a folder inside or around it, or a folder
+    holding anything but a checkpoint.
+
+    Raises:
+        InputError: Naming the folder and why.
+    """
+    target, run, here = copy_to.resolve(), out.resolve(), Path.cwd().resolve()
+    if target == here or target in here.parents:
+        raise InputError(f"--checkpoint-copy {copy_to} is the current folder or one above it")
+    if target == run or run in target.parents or target in run.parents:
+        raise InputError(f"--checkpoint-copy {copy_to} must lie outside --out {out}")
+    if target.exists() and not target.is_dir():
+        raise InputError(f"--checkpoint-copy {copy_to} is a file, not a folder")
+    if target.is_dir() and (other := sorted(p.name for p in target.iterdir()
+                                            if p.name not in CHECKPOINT_FILES)):  # fmt: skip
+        raise InputError(
+            f"--checkpoint-copy {copy_to} holds other files ({', '.join(other[:3])}): each save "
+            "replaces the folder, so give an empty one or one holding only a checkpoint"
+        )
+
+
 def write_checkpoint(model: Any, cursor: Cursor, folder: Path, copy_to: Path | None = None) -> Path:
     """Write ``folder/checkpoint-{cursor.step}`` atomically (a temporary directory renamed into
-    place); with ``copy_to``, also replace that directory's contents with it (the copy to
-    commit).
+    place); with ``copy_to``, also replace that directory with a copy of it (the copy to
+    commit), by renames, so that a kill at any moment leaves either the old copy or the new one
+    (or, between two renames, the old one at ``copy_to.old``, which :func:`recover_copy` puts
+    back).
 
     Args:
-        model: The peft model (``save_pretrained`` writes only the adapter).
+        model: The peft model (``save_pretrained`` writes only the adapter; its config names the
+            base by its registered name, not by a path on this machine).
         cursor: Its position.
         folder: The run's checkpoints directory.
-        copy_to: A directory that holds only the newest checkpoint, e.g. ``training/reader``.
+        copy_to: A directory that holds only the newest checkpoint, e.g. ``training/reader``
+            (checked by :func:`check_copy_target`).
 
     Returns:
         The checkpoint directory.
@@ -172,18 +208,38 @@ def write_checkpoint(model: Any, cursor: Cursor, folder: Path, copy_to: Path | N
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(str(tmp))
     (tmp / "README.md").unlink(missing_ok=True)  # peft's model card template
+    config_path = tmp / "adapter_config.json"
+    config = json.loads(config_path.read_text("utf-8"))
+    config["base_model_name_or_path"] = cursor.base_model  # peft writes the cache path here
+    config_path.write_text(json.dumps(config, indent=2), "utf-8")
     (tmp / CURSOR_FILE).write_text(json.dumps(asdict(cursor), indent=1), "utf-8")
     progress = {"elapsed_seconds": cursor.elapsed_seconds, "global_step": cursor.step}
     (tmp / PROGRESS_FILE).write_text(json.dumps(progress), "utf-8")
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)
     if copy_to is not None:
-        staged = copy_to.with_name(copy_to.name + ".tmp")
+        recover_copy(copy_to)
+        staged, old = _aside(copy_to, ".tmp"), _aside(copy_to, ".old")
         shutil.rmtree(staged, ignore_errors=True)
         shutil.copytree(target, staged)
-        shutil.rmtree(copy_to, ignore_errors=True)
+        if copy_to.exists():
+            copy_to.rename(old)
         staged.rename(copy_to)
+        shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def _aside(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+def recover_copy(copy_to: Path) -> None:
+    """Put back a copy left at ``copy_to.old`` by a kill between two renames of
+    :func:`write_checkpoint`, and drop a half-written ``copy_to.tmp``."""
+    old = _aside(copy_to, ".old")
+    if old.is_dir() and not copy_to.exists():
+        old.rename(copy_to)
+    shutil.rmtree(_aside(copy_to, ".tmp"), ignore_errors=True)
 
 
 def load_adapter_weights(model: Any, checkpoint: Path) -> None:

@@ -4,8 +4,8 @@ annotation style's phrasing.
 Haque 2020's questions are written one way: standard spelling (``কী`` for *what*), honorific
 verbs (``করেন``, ``ছিলেন``), ``কত সালে`` for a year. People write ``কি`` for *what* (the common
 spelling), plain verbs (``করে``, ``ছিল``), ``কবে`` or ``কোন সালে``, and a space before ``?``.
-Each rule below keeps the question's meaning and its type; :func:`paraphrase` applies a random
-subset of those that fit.
+Each rule below keeps the question's meaning; :func:`paraphrase` applies a random subset of those
+that fit, and keeps the rewrite only when the question typer gives it the same type.
 """
 
 from __future__ import annotations
@@ -15,17 +15,19 @@ from collections.abc import Callable
 
 import regex
 
+from kbqa.answers.language import question_type
+
 _B, _E = r"(?<![\p{L}\p{M}])", r"(?![\p{L}\p{M}])"
 HONORIFIC_VERBS = {
     "করেন": "করে", "করেছেন": "করেছে", "করেছিলেন": "করেছিল", "করতেন": "করত", "ছিলেন": "ছিল",
     "হন": "হয়", "হয়েছেন": "হয়েছে", "হয়েছিলেন": "হয়েছিল", "দেন": "দেয়", "দিয়েছিলেন": "দিয়েছিল",
-    "যান": "যায়", "গিয়েছিলেন": "গিয়েছিল", "পান": "পায়", "পেয়েছিলেন": "পেয়েছিল", "লেখেন": "লেখে",
-    "লিখেছেন": "লিখেছে", "বলেন": "বলে", "থাকেন": "থাকে", "রয়েছেন": "রয়েছে", "নেন": "নেয়",
+    "গিয়েছিলেন": "গিয়েছিল", "পেয়েছিলেন": "পেয়েছিল", "লেখেন": "লেখে", "লিখেছেন": "লিখেছে",
+    "থাকেন": "থাকে", "রয়েছেন": "রয়েছে",
 }  # fmt: skip
-"""Honorific verb forms and their plain forms (third person)."""
+"""Honorific verb forms (third person) and their plain forms. Only this direction is applied:
+a plain form may be impersonal or passive (``বলা হয়``, ``কী করে`` *how*), where the honorific is
+wrong; forms that are also nouns (``পান`` betel, ``যান`` vehicle) are left out."""
 _HONORIFIC = regex.compile(rf"{_B}({'|'.join(sorted(HONORIFIC_VERBS, key=len, reverse=True))}){_E}")
-_PLAIN = {v: k for k, v in HONORIFIC_VERBS.items()}
-_PLAIN_RE = regex.compile(rf"{_B}({'|'.join(sorted(_PLAIN, key=len, reverse=True))}){_E}")
 _KI_WHAT = regex.compile(rf"{_B}কী{_E}")
 _KI_SPELT = regex.compile(rf"{_B}কি{_E}")
 _YEAR_WORDS = ("কত সালে", "কোন সালে", "কোন বছর", "কবে")
@@ -40,11 +42,9 @@ def _ki(q: str, rng: random.Random) -> str | None:
 
 
 def _honorific(q: str, rng: random.Random) -> str | None:
-    """Honorific verbs made plain, or plain ones honorific."""
+    """Honorific verbs made plain."""
     if _HONORIFIC.search(q):
         return str(_HONORIFIC.sub(lambda m: HONORIFIC_VERBS[m.group(1)], q))
-    if _PLAIN_RE.search(q):
-        return str(_PLAIN_RE.sub(lambda m: _PLAIN[m.group(1)], q))
     return None
 
 
@@ -89,4 +89,6 @@ def paraphrase(question: str, rng: random.Random) -> tuple[str, list[str]]:
     chosen = [n for n in applicable if rng.random() < 0.6] or [rng.choice(applicable)]
     for name in chosen:
         q = RULES[name](q, rng) or q
+    if question_type(q) != question_type(question):  # e.g. কী -> কি read as yes/no
+        return question, []
     return q, chosen

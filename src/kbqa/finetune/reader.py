@@ -51,7 +51,8 @@ DATA_TERMS = (
 )
 
 
-PATH_SETTINGS = ("train", "kb", "index", "out", "resume_from", "checkpoint_copy", "base_model")
+PATH_SETTINGS = ("train", "kb", "index", "out", "resume_from", "checkpoint_copy", "base_model",
+                 "reader_model", "reader_adapter")  # fmt: skip
 """Settings that name files: the manifest keeps no machine's absolute paths."""
 
 
@@ -113,11 +114,17 @@ def check_inputs(cfg: ReaderConfig) -> None:
                     len(missing), len(questions), kb)  # fmt: skip
     if not any(q.question.answerable and q.question.answers for q in questions):
         raise InputError(f"{cfg.train} has no answerable question to learn from")
-    if cfg.resume_from:
-        from kbqa.finetune.checkpoint import read_cursor
+    from kbqa.finetune.checkpoint import check_copy_target, read_cursor, recover_copy
 
+    for folder in {cfg.checkpoint_copy, cfg.resume_from} - {""}:
+        recover_copy(Path(folder))  # a save killed between its two renames
+    if cfg.checkpoint_copy:
+        check_copy_target(Path(cfg.checkpoint_copy), out)
+    if cfg.resume_from:
         read_cursor(Path(cfg.resume_from))  # fails now, not after the examples are built
     checkpoints = last_checkpoint(out)
+    if cfg.resume and not cfg.resume_from and checkpoints is not None:
+        read_cursor(checkpoints)  # a checkpoint of an older kbqa has no cursor
     if checkpoints is not None and not (cfg.resume or cfg.resume_from):
         raise InputError(
             f"{out / 'checkpoints'} holds checkpoints of an earlier run: add --resume to continue "

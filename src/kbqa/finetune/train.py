@@ -128,6 +128,7 @@ def _trainer_classes() -> tuple[type, type]:
             self.bar: Any = None
             self.loss = math.nan
             self.model: Any = None
+            self.pending_save = False
 
         def elapsed(self) -> float:
             return self.previous + time.monotonic() - self.started
@@ -145,6 +146,9 @@ def _trainer_classes() -> tuple[type, type]:
                 self.cursor.log_history.append(
                     {"step": self.offset + state.global_step, "loss": round(self.loss, 4)}
                 )
+            if self.pending_save:  # deferred from on_step_end so the checkpoint holds this loss
+                self.pending_save = False
+                self.save(state.global_step)
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             now = time.monotonic()
@@ -164,7 +168,10 @@ def _trainer_classes() -> tuple[type, type]:
                 control.should_training_stop = True
             due = now - self.last_save >= self.save_every or state.global_step >= state.max_steps
             if due or control.should_training_stop:
-                self.save(state.global_step)
+                if control.should_log:  # transformers logs this step's loss after this hook
+                    self.pending_save = True
+                else:
+                    self.save(state.global_step)
 
         def save(self, session_steps: int) -> None:
             self.cursor.step = self.offset + session_steps
@@ -275,7 +282,8 @@ def start_cursor(
                 "warmup_steps": cfg.warmup_steps, "total_steps": total // per_step}  # fmt: skip
     return Cursor(step=0, consumed=0, total=total, examples_per_step=per_step,
                   train_examples=len(train), fingerprint=fingerprint, seed=cfg.seed,
-                  epochs=epochs, schedule=schedule)  # fmt: skip
+                  epochs=epochs, schedule=schedule,
+                  base_model=Path(cfg.base_model).name)  # fmt: skip
 
 
 def train_reader(

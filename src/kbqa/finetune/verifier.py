@@ -287,7 +287,13 @@ def run_verifier_finetune(cfg: VerifierConfig, command: str | None = None) -> di
     from kbqa.finetune.base import TokenizerCounter
     from kbqa.finetune.evaluate import load_reader
     from kbqa.finetune.export import write_adapter
-    from kbqa.finetune.reader import adapter_manifest, prepare_examples, start_run, val_sample
+    from kbqa.finetune.reader import (
+        adapter_manifest,
+        portable_path,
+        prepare_examples,
+        start_run,
+        val_sample,
+    )
     from kbqa.finetune.train import last_checkpoint, lora_model, plot_loss, train_reader
     from kbqa.llm.models import check_model_name, load_chat_model
     from kbqa.resources import retriever_for
@@ -322,7 +328,8 @@ def run_verifier_finetune(cfg: VerifierConfig, command: str | None = None) -> di
     data_meta = {
         "reader_examples": {k: v for k, v in reader_meta.items() if k != "settings"},
         "by_kind": kinds,
-        "candidates": {"reader": cfg.reader_model, "reader_adapter": cfg.reader_adapter,
+        "candidates": {"reader": portable_path(cfg.reader_model),
+                       "reader_adapter": portable_path(cfg.reader_adapter),
                        "n": len(wanted), "seconds": round(candidate_seconds, 1)},
         "usable": len(examples),
         "questions": reader_meta.get("questions"),

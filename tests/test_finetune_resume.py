@@ -128,7 +128,7 @@ def test_resuming_over_other_examples_or_another_batch_shape_is_refused(
 
 
 def test_a_resumed_schedule_continues_at_its_step_after_a_short_warm_up() -> None:
-    from kbqa.finetune.train import Schedule
+    from kbqa.finetune.schedule import Schedule
 
     param = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.SGD([param], lr=1.0)
@@ -141,7 +141,7 @@ def test_a_resumed_schedule_continues_at_its_step_after_a_short_warm_up() -> Non
 
 
 def test_the_manifest_keeps_no_machine_paths() -> None:
-    from kbqa.finetune.reader import portable_command, portable_path
+    from kbqa.finetune.portable import portable_command, portable_path
 
     command = ("kbqa finetune reader --train /work/shared/data/bn/train/h.qa.jsonl "
                "--kb=../shared/data/kb.jsonl --out /tmp/x/run --epochs 2")  # fmt: skip

@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
 import random
 import shlex
 import sys
@@ -37,6 +36,7 @@ from kbqa.finetune.data import (
     split_by_document,
 )
 from kbqa.finetune.examples import PROMPT_STYLE, ReaderExample, read_examples, write_examples
+from kbqa.finetune.portable import PATH_SETTINGS, portable_command, portable_path
 from kbqa.finetune.train import last_checkpoint
 from kbqa.llm.cache import file_sha256
 from kbqa.llm.models import MODELS, resolve_model
@@ -49,28 +49,6 @@ DATA_TERMS = (
     "(8,022 questions over 1,675 news and book passages). The data set states no license; it "
     "is used for research with citation. The adapter holds LoRA weights, not the text."
 )
-
-
-PATH_SETTINGS = ("train", "kb", "index", "out", "resume_from", "checkpoint_copy", "base_model",
-                 "reader_model", "reader_adapter")  # fmt: skip
-"""Settings that name files: the manifest keeps no machine's absolute paths."""
-
-
-def portable_path(value: object) -> object:
-    """An absolute path's file name; anything else as it is."""
-    return Path(value).name if isinstance(value, str) and os.path.isabs(value) else value
-
-
-def portable_command(command: str) -> str:
-    """``command`` with every absolute path (also in ``--flag=/path``) cut to its file name."""
-    words = []
-    for word in shlex.split(command):
-        flag, eq, value = word.partition("=")
-        if eq and flag.startswith("-"):
-            words.append(f"{flag}={portable_path(value)}")
-        else:
-            words.append(str(portable_path(word)))
-    return shlex.join(words)
 
 
 def check_inputs(cfg: ReaderConfig) -> None:

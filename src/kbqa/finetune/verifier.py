@@ -287,9 +287,9 @@ def run_verifier_finetune(cfg: VerifierConfig, command: str | None = None) -> di
     from kbqa.finetune.base import TokenizerCounter
     from kbqa.finetune.evaluate import load_reader
     from kbqa.finetune.export import write_adapter
+    from kbqa.finetune.portable import portable_path
     from kbqa.finetune.reader import (
         adapter_manifest,
-        portable_path,
         prepare_examples,
         start_run,
         val_sample,

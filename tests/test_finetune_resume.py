@@ -120,7 +120,10 @@ def test_resuming_over_other_examples_or_another_batch_shape_is_refused(
         train_reader(lora_model(_tiny_model(path), cfg4), tok, _examples(6), [], cfg4,
                      tmp_path / "d", ckpt)  # fmt: skip
     (ckpt / "cursor.json").write_text(json.dumps({"step": 1}))
-    with pytest.raises(InputError, match="not a training cursor"):
+    with pytest.raises(InputError, match="not a training cursor: it lacks consumed"):
+        read_cursor(ckpt)
+    (ckpt / "cursor.json").write_text("[]")
+    with pytest.raises(InputError, match="not a JSON object"):
         read_cursor(ckpt)
     (ckpt / "cursor.json").unlink()
     with pytest.raises(InputError, match="not a resumable checkpoint"):

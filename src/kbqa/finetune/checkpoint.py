@@ -24,7 +24,7 @@ import math
 import random
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +129,16 @@ def read_cursor(checkpoint: Path) -> Cursor:
             "kbqa's, or not a checkpoint); start the run again with another --out"
         )
     try:
-        cursor = Cursor(**json.loads(path.read_text("utf-8")))
-    except (ValueError, TypeError) as exc:
+        data = json.loads(path.read_text("utf-8"))
+    except ValueError as exc:
         raise InputError(f"{path} is not a training cursor: {exc}") from None
+    wanted = {f.name for f in fields(Cursor)}
+    if not isinstance(data, dict):
+        raise InputError(f"{path} is not a training cursor: not a JSON object")
+    if missing := sorted(f.name for f in fields(Cursor) if f.default is MISSING
+                         and f.default_factory is MISSING and f.name not in data):  # fmt: skip
+        raise InputError(f"{path} is not a training cursor: it lacks {', '.join(missing)}")
+    cursor = Cursor(**{k: v for k, v in data.items() if k in wanted})
     if cursor.format != CURSOR_FORMAT:
         raise InputError(f"{path} has format {cursor.format}, this kbqa reads {CURSOR_FORMAT}")
     if not (checkpoint / ADAPTER_FILE).is_file():

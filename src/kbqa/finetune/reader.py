@@ -94,10 +94,11 @@ def check_inputs(cfg: ReaderConfig) -> None:
         raise InputError(f"{cfg.train} has no answerable question to learn from")
     from kbqa.finetune.checkpoint import check_copy_target, read_cursor, recover_copy
 
-    for folder in {cfg.checkpoint_copy, cfg.resume_from} - {""}:
-        recover_copy(Path(folder))  # a save killed between its two renames
     if cfg.checkpoint_copy:
         check_copy_target(Path(cfg.checkpoint_copy), out)
+    for folder in {cfg.checkpoint_copy, cfg.resume_from} - {""}:
+        if Path(folder).resolve().name:
+            recover_copy(Path(folder).resolve())  # a save killed between its two renames
     if cfg.resume_from:
         read_cursor(Path(cfg.resume_from))  # fails now, not after the examples are built
     checkpoints = last_checkpoint(out)

@@ -211,3 +211,18 @@ def test_after_each_stage_is_the_graph_stopped_there() -> None:
     # time: reader 2.75 s (retrieve, generate, finalize), + retry 8 s, + cross-check 0.25 s
     assert [rows[s]["seconds_p95"] for s in rows] == [2.75, 10.75, 11.0, 11.0]
     assert rows["fallback"]["seconds_median"] == pytest.approx((11.0 + 5.0) / 2)
+
+
+def test_answer_in_context_counts_every_span_and_skips_yes_no() -> None:
+    """A multi-span gold (BanglaRQA joins its spans with ';') is in the context when every span
+    is, whatever lies between them; a yes/no gold is no span of any passage (None)."""
+    o = out("", context_text="ঢাকায় আছে ভবন, প্রাসাদ এবং বহু মন্দির।")
+    assert answer_in_context_evaluator(o, ref("ভবন; প্রাসাদ; মন্দির"))["score"] == 1.0
+    assert answer_in_context_evaluator(o, ref("ভবন;প্রাসাদ; মসজিদ"))["score"] == 0.0
+    assert answer_in_context_evaluator(o, ref("হ্যাঁ"))["score"] is None
+    assert (
+        answer_in_context_evaluator(out("", context_text="Yes, it is."), ref("Yes"))["score"]
+        is None
+    )
+    # one alternative that is a span is enough
+    assert answer_in_context_evaluator(o, ref("না", "প্রাসাদ"))["score"] == 1.0

@@ -3,6 +3,7 @@ checkpointer; without one every question starts fresh."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from kbqa.answers.followup import LastTurn, is_followup, standalone_question, topic_title
 from kbqa.context import Context
 from kbqa.graph import build_graph, graph
+from kbqa.state import per_question_reset
 
 TAGORE = LastTurn("গীতাঞ্জলি কে লিখেছেন?", "রবীন্দ্রনাথ ঠাকুর", "person", "গীতাঞ্জলি")
 EIFFEL = LastTurn("When was it built?", "1889", "date", "Eiffel Tower")
@@ -109,3 +111,32 @@ def test_a_thread_rewrites_a_followup_from_its_last_turn(both_index: Path) -> No
     assert other["asked"] == "" and len(other["history"]) == 1
     plain = graph.invoke({"question": "আর তিনি কবে জন্মেছিলেন?"}, context=ctx)
     assert plain["asked"] == "" and len(plain["history"]) == 1
+
+
+def test_a_question_on_a_thread_reports_none_of_the_last_ones_values(both_index: Path) -> None:
+    """A field the second question's route does not set (the cross-check's coverage, skipped
+    for English) is what a fresh run reports, not the last question's."""
+    threaded = build_graph(checkpointer=InMemorySaver())
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", model="fake/script:১৯১৩|Seine",
+                  web_search="off")  # fmt: skip
+    config = {"configurable": {"thread_id": "coverage"}}
+    first = threaded.invoke({"question": "রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?"},
+                            config, context=ctx)  # fmt: skip
+    assert first["question_coverage"] is not None  # the cross-check ran on a Bangla question
+    english = {"question": "Which river does Paris lie on?"}
+    second = threaded.invoke(english, config, context=ctx)
+    fresh = graph.invoke(english, context=replace(ctx, model="fake/script:Seine"))
+    assert "cross_check: skipped (en)" in second["route"]
+    assert second["question_coverage"] is None and fresh.get("question_coverage") is None
+    for key in per_question_reset():
+        assert second.get(key) == fresh.get(key) or key in ("timings",), key
+
+
+def test_every_output_key_is_reset_per_question_or_kept_on_purpose() -> None:
+    from kbqa.state import KEPT_ACROSS_QUESTIONS, OutputState
+
+    assert set(per_question_reset()) | KEPT_ACROSS_QUESTIONS == set(OutputState.__annotations__)
+    assert not set(per_question_reset()) & KEPT_ACROSS_QUESTIONS
+    first, second = per_question_reset(), per_question_reset()
+    first["sources"].append("x")  # fresh lists on each call
+    assert second["sources"] == []

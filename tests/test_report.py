@@ -8,7 +8,7 @@ from kbqa.evals.plots import abstention_calibration, recall_curve
 from kbqa.evals.report import answered_unanswerable, markdown_table, worst_answers, write_report
 
 
-def rec(answerable: bool, abstained: bool, docs: list[str], aic: float = 0.0) -> dict:
+def rec(answerable: bool, abstained: bool, docs: list[str], aic: float | None = 0.0) -> dict:
     return {
         "answerable": answerable,
         "abstained": abstained,
@@ -24,12 +24,13 @@ RECORDS = [
     rec(True, True, ["x", "y", "g"], aic=0.0),
     rec(True, False, ["x"], aic=1.0),
     rec(False, True, ["x"]),
+    rec(True, True, ["g"], aic=None),  # a yes/no question: no span to find
 ]
 
 
 def test_recall_curve() -> None:
     curve = recall_curve(RECORDS, max_k=4)
-    assert curve == [1 / 3, 1 / 3, 2 / 3, 2 / 3]
+    assert curve == [2 / 4, 2 / 4, 3 / 4, 3 / 4]
 
 
 def test_abstention_calibration() -> None:
@@ -37,6 +38,7 @@ def test_abstention_calibration() -> None:
     assert cal == {
         "answer in context": (2, 0.0),
         "answer not in context": (1, 1.0),
+        "yes/no (no span to find)": (1, 1.0),
         "unanswerable": (1, 1.0),
     }
 

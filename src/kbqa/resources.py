@@ -7,13 +7,14 @@ loads, later ones reuse. Nothing heavy is rebuilt per call.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kbqa.errors import IndexLoadError
 from kbqa.llm.models import load_chat_model
 from kbqa.retrieval.embedders import load_embedder
 from kbqa.retrieval.index import DENSE, has_strategy, load_index
 from kbqa.retrieval.milvus.uri import is_milvus_uri
+from kbqa.retrieval.rerank import Reranker, load_reranker
 from kbqa.retrieval.retriever import HybridRetriever, Retriever
 
 if TYPE_CHECKING:
@@ -96,6 +97,30 @@ def retriever_for(ctx: Context, strategy: str | None = None) -> Retriever:
         load_retriever.cache_clear()
         retriever = load_retriever(ctx.index_dir, ctx.embedder, strategy)
     return retriever
+
+
+def reranker_for(ctx: Context, strategy: str | None = None) -> Reranker | None:
+    """The run's reranker (``ctx.reranker``; None when off), loaded once per retriever: the
+    lexical one takes its IDF from the retriever's index where the retriever offers
+    ``term_idf``, else from the passages it scores; a ``kbqa finetune reranker`` directory
+    loads its base and adapter in llama.cpp.
+
+    Raises:
+        ModelError: The reranker's model or adapter does not load.
+    """
+    if ctx.reranker == "off":
+        return None
+    retriever: Any = retriever_for(ctx, strategy)  # hashed by identity for the cache
+    return _reranker(ctx.reranker, retriever)
+
+
+@functools.lru_cache(maxsize=8)
+def _reranker(name: str, retriever: Any) -> Reranker | None:
+    from kbqa.llm.rerank import is_reranker_dir, load_llm_reranker
+
+    if is_reranker_dir(name):  # kbqa finetune reranker's adapter directory
+        return load_llm_reranker(name)
+    return load_reranker(name, getattr(retriever, "term_idf", None))
 
 
 def chat_model_for(ctx: Context) -> BaseChatModel:

@@ -7,7 +7,9 @@ in the graph's output, not only in traces.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Required
+import copy
+import functools
+from typing import Annotated, Any, Required, get_origin, get_type_hints
 
 from typing_extensions import TypedDict
 
@@ -129,7 +131,7 @@ class OutputState(TypedDict, total=False):
             ``retry``, ...), so evaluations can attribute the final answer and count what each
             later stage changed.
         question_coverage: Share (0-1) of the question's content words held by the context's best
-            sentence, as the cross-check measured it (cross_check).
+            sentence, as the cross-check measured it (cross_check); None when it did not run.
         verified_answer: What the verifier returned (verify).
         verify_changed: True when the verifier changed the answer (verify).
         fallback_answer: What the precision pipeline returned (fallback).
@@ -163,7 +165,7 @@ class OutputState(TypedDict, total=False):
     abstention_probability: float | None
     abstention_threshold: float | None
     stage_answers: Annotated[list[StageAnswer], extend]
-    question_coverage: float
+    question_coverage: float | None
     verified_answer: str
     verify_changed: bool
     fallback_answer: str
@@ -178,3 +180,43 @@ class OutputState(TypedDict, total=False):
 
 class State(InputState, OutputState, total=False):
     """Internal state: the output fields (nodes keep no working values of their own)."""
+
+
+KEPT_ACROSS_QUESTIONS = frozenset(
+    {"question", "asked", "language", "question_type", "retries", "route", "timings",
+     "stage_answers", "history"}
+)  # fmt: skip
+"""Output fields that :func:`per_question_reset` leaves alone: ``classify`` sets them for each
+question itself (the accumulated lists with :data:`RESET`), and ``history`` is the thread's."""
+
+_RESET_VALUES: dict[str, Any] = {"abstained": True}
+"""Reset values other than the empty value of the field's type: a question nobody answered is
+an abstention."""
+
+
+def per_question_reset() -> dict[str, Any]:
+    """The value each per-question output field starts from, for ``classify`` to clear the last
+    question's fields in a thread: every field of :class:`OutputState` but
+    :data:`KEPT_ACROSS_QUESTIONS`, with its type's empty value ("" for text, False, [] for a
+    list, None for a number), so a field added to the output is cleared without a list to keep
+    by hand. Fresh lists on each call."""
+    return copy.deepcopy(_reset_values())
+
+
+@functools.cache
+def _reset_values() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, hint in get_type_hints(OutputState).items():
+        if name in KEPT_ACROSS_QUESTIONS:
+            continue
+        if name in _RESET_VALUES:
+            out[name] = _RESET_VALUES[name]
+        elif hint is str:
+            out[name] = ""
+        elif hint is bool:
+            out[name] = False
+        elif get_origin(hint) is list:
+            out[name] = []
+        else:  # numbers, and anything that may be None
+            out[name] = None
+    return out

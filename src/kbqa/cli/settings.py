@@ -41,6 +41,8 @@ INERT_UNLESS: dict[str, tuple[str, Callable[[Any], bool], str]] = {
     "verifier_model": ("verify", bool, "--verify"),
     "verifier_adapter": ("verify", bool, "--verify"),
     "max_verify_tokens": ("verify", bool, "--verify"),
+    "rerank_pool": ("reranker", lambda v: v != "off", "--reranker"),
+    "rerank_weight": ("reranker", lambda v: v != "off", "--reranker"),
     "web_timeout": ("web_search", lambda v: v != "off", "--web-search"),
     "web_max_results": ("web_search", lambda v: v != "off", "--web-search"),
 }

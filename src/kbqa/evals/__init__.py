@@ -11,6 +11,7 @@ from kbqa.evals.evaluators import default_evaluators, score_all
 from kbqa.evals.metrics import (
     answer_contained,
     answer_in_context,
+    answer_spans_in_context,
     exact_match,
     max_over_golds,
     normalize_answer,
@@ -23,6 +24,7 @@ __all__ = [
     "Question",
     "answer_contained",
     "answer_in_context",
+    "answer_spans_in_context",
     "default_evaluators",
     "exact_match",
     "load_questions",

@@ -18,7 +18,7 @@ from typing import Any
 
 from kbqa.evals.metrics import (
     answer_contained,
-    answer_in_context,
+    answer_spans_in_context,
     exact_match,
     max_over_golds,
     recall_at_k,
@@ -105,7 +105,10 @@ def answer_recall_evaluator(
         return {"results": [{"key": f"answer_recall@{k}", "score": None} for k in RECALL_KS]}
     return {
         "results": [
-            {"key": f"answer_recall@{k}", "score": answer_in_context(golds, "\n".join(texts[:k]))}
+            {
+                "key": f"answer_recall@{k}",
+                "score": answer_spans_in_context(golds, "\n".join(texts[:k])),
+            }
             for k in RECALL_KS
         ]
     }
@@ -114,15 +117,16 @@ def answer_recall_evaluator(
 def answer_in_context_evaluator(
     outputs: dict[str, Any], reference_outputs: dict[str, Any]
 ) -> EvaluatorResult:
-    """``answer_in_context``: a gold answer occurs in the chunks the LLM was given (answerable
-    questions; score None otherwise). Separates retrieval failures from reading failures
+    """``answer_in_context``: a gold answer occurs in the chunks the LLM was given, every span
+    of a multi-span gold (:func:`~kbqa.evals.metrics.answer_spans_in_context`; score None for
+    unanswerable and yes/no questions). Separates retrieval failures from reading failures
     (type-aware RAG seed)."""
     if not reference_outputs.get("answerable", True):
         return {"key": "answer_in_context", "score": None}
     golds = reference_outputs.get("answers") or []
     return {
         "key": "answer_in_context",
-        "score": answer_in_context(golds, outputs.get("context_text", "")),
+        "score": answer_spans_in_context(golds, outputs.get("context_text", "")),
     }
 
 

@@ -19,12 +19,51 @@ from kbqa.answers.normalize import answer_in_context, normalize_answer
 __all__ = [
     "answer_contained",
     "answer_in_context",
+    "answer_spans_in_context",
     "exact_match",
     "max_over_golds",
     "normalize_answer",
     "recall_at_k",
     "token_f1",
 ]
+
+
+YES_NO_GOLDS = frozenset({"হ্যাঁ", "হ্যা", "হাঁ", "না", "yes", "no"})
+"""Normalised gold answers that are a yes/no verdict, not a span of any passage."""
+
+SPAN_SEPARATOR = ";"
+"""Joins the spans of one multi-span gold answer (BanglaRQA list and causal questions; the
+data's README: alternatives are separate list entries, the spans of one answer share a string)."""
+
+
+def answer_spans_in_context(golds: Sequence[str], context: str) -> float | None:
+    """Whether the context holds a gold answer, counted so that every answerable question can
+    reach 1.0: the metric of "the answer in the context read".
+
+    :func:`answer_in_context` looks for each gold string whole. That is right for a span, but a
+    yes/no gold (``হ্যাঁ``) is in no passage and a multi-span gold (``ভবন; প্রাসাদ; মন্দির``)
+    is never one substring, so on BanglaRQA validation it capped the measure at about 0.74 even
+    with the gold page read whole. Here a multi-span gold counts when every one of its spans
+    is in the context, and a question whose golds are all yes/no verdicts scores None (not
+    applicable), as an unanswerable one does.
+
+    Args:
+        golds: Gold alternatives (empty for an unanswerable question).
+        context: The passages read, joined.
+
+    Returns:
+        1.0 or 0.0; None with no golds or only yes/no golds.
+    """
+    spans = [g for g in golds if normalize_answer(g) not in YES_NO_GOLDS and g.strip()]
+    if not spans:
+        return None
+    ctx = f" {normalize_answer(context)} "
+    for gold in spans:
+        parts = [normalize_answer(p) for p in gold.split(SPAN_SEPARATOR)]
+        parts = [p for p in parts if p]
+        if parts and all(f" {p} " in ctx for p in parts):
+            return 1.0
+    return 0.0
 
 
 def exact_match(prediction: str, gold: str) -> float:

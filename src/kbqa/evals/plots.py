@@ -33,16 +33,22 @@ def recall_curve(records: list[dict[str, Any]], max_k: int = 10) -> list[float]:
 
 
 def abstention_calibration(records: list[dict[str, Any]]) -> dict[str, tuple[int, float | None]]:
-    """Abstention rate (and count) for: answer in context, answer not in context, unanswerable."""
+    """Abstention rate (and count) for: answer in context, answer not in context, yes/no
+    questions (whose gold is no span, :func:`~kbqa.evals.metrics.answer_spans_in_context`) and
+    unanswerable questions."""
     groups: dict[str, list[bool]] = {
         "answer in context": [],
         "answer not in context": [],
+        "yes/no (no span to find)": [],
         "unanswerable": [],
     }
     for r in records:
+        aic = r.get("scores", {}).get("answer_in_context", 0.0)
         if not r["answerable"]:
             groups["unanswerable"].append(r["abstained"])
-        elif r.get("scores", {}).get("answer_in_context", 0.0) >= 1.0:
+        elif aic is None:
+            groups["yes/no (no span to find)"].append(r["abstained"])
+        elif aic >= 1.0:
             groups["answer in context"].append(r["abstained"])
         else:
             groups["answer not in context"].append(r["abstained"])
@@ -135,14 +141,14 @@ def _calibration(plt: Any, records: list[dict[str, Any]], save: Save) -> None:
     cal = abstention_calibration(records)
     if not any(n for n, _ in cal.values()):
         return
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig, ax = plt.subplots(figsize=(7, 3.6))
     ax.bar(list(cal), [rate or 0 for _, rate in cal.values()],
-           color=["#55A868", "#C44E52", "#8172B2"])  # fmt: skip
+           color=["#55A868", "#C44E52", "#CCB974", "#8172B2"])  # fmt: skip
     for i, (n, rate) in enumerate(cal.values()):
         ax.text(i, (rate or 0) + 0.01, f"n={n}" if n else "no questions", ha="center", fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("abstention rate")
-    ax.set_title("Abstention calibration (ideal: low, high, high)")
+    ax.set_title("Abstention calibration (ideal: low, high, low, high)")
     save(fig, "abstention_calibration.png", "Abstention calibration")
 
 

@@ -56,16 +56,40 @@ def verifier(ctx: typer.Context) -> None:
     typer.echo(f"serve it with  kbqa ask ... --verify --verifier-adapter {out}/adapter")
 
 
+@finetune_app.command("reranker", context_settings=_PASS_THROUGH, add_help_option=False)
+def reranker(ctx: typer.Context) -> None:
+    """Train an LLM reranker (Gemma with LoRA, yes/no on a question-passage pair) and export it
+    for llama.cpp.
+
+    `kbqa finetune reranker --help` lists every flag.
+    """
+    manifest, out = _run("reranker", list(ctx.args))
+    ex, tr, val = manifest["examples"], manifest["training"], manifest["validation"]
+    typer.echo(f"adapter written to {out}/adapter ({manifest['adapter_bytes'] / 2**20:.1f} MiB)")
+    typer.echo(f"pairs          {ex['by_kind']} from {ex['usable']} of {ex['questions']} questions")
+    typer.echo(
+        f"training       {tr['steps']} steps, {tr['train_seconds'] / 60:.1f} min, "
+        f"{tr['seconds_per_step']} s/step, peak RSS {tr['peak_rss_mib']} MiB"
+    )
+    for name in ("fused", "reranked"):
+        m = val[name]
+        typer.echo(f"{name:<14} recall@1 {m['recall@1']:.3f}, recall@3 {m['recall@3']:.3f}, "
+                   f"MRR@10 {m['mrr@10']:.3f} (n={m['n']})")  # fmt: skip
+    typer.echo(f"serve it with  kbqa ask ... --reranker {out}/adapter "
+               f"({val['ms_per_question']} ms a question for a pool of {val['pool']})")  # fmt: skip
+
+
 def _run(role: str, args: list[str]) -> tuple[dict[str, Any], str]:
     """Parse ``args`` into the role's config and run its pipeline; exit with a clear error."""
     try:
         from transformers import HfArgumentParser
 
         from kbqa.finetune.config import ReaderConfig
+        from kbqa.finetune.reranker import RerankerConfig
         from kbqa.finetune.verifier import VerifierConfig
     except ImportError as exc:
         _fail(f"fine-tuning needs the finetune extra: {INSTALL_HINT} ({exc})")
-    config = VerifierConfig if role == "verifier" else ReaderConfig
+    config = {"verifier": VerifierConfig, "reranker": RerankerConfig}.get(role, ReaderConfig)
     parser = HfArgumentParser(config, prog=f"kbqa finetune {role}")  # type: ignore[arg-type]
     try:
         (cfg,) = parser.parse_args_into_dataclasses(args=args)
@@ -76,6 +100,10 @@ def _run(role: str, args: list[str]) -> tuple[dict[str, Any], str]:
             from kbqa.finetune.verifier import run_verifier_finetune
 
             manifest = run_verifier_finetune(cfg)
+        elif role == "reranker":
+            from kbqa.finetune.reranker import run_reranker_finetune
+
+            manifest = run_reranker_finetune(cfg)
         else:
             from kbqa.finetune.reader import run_reader_finetune
 

@@ -71,6 +71,43 @@ def deferred_interrupt() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
+def open_llama(
+    path: str | Path,
+    *,
+    n_ctx: int,
+    n_threads: int | None = None,
+    lora_path: str | Path | None = None,
+) -> Any:
+    """A ``llama_cpp.Llama`` for a GGUF file, with a LoRA adapter GGUF applied when given,
+    quiet on stderr, with kbqa's tokenizer fix for long Bangla tokens (``llama_compat``).
+
+    Raises:
+        ModelError: llama-cpp-python is not installed, or the file or adapter does not load.
+    """
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        raise ModelError(
+            "llama-cpp-python is not installed: pip install llama-cpp-python"
+        ) from None
+    llama_compat.install()  # long Bangla tokens must not vanish from the answer
+    try:
+        # llama.cpp prints context notes to stderr even when not verbose; keep the CLI quiet.
+        with deferred_interrupt(), quiet_stderr():
+            return Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_batch=512,
+                verbose=False,
+                seed=0,
+                lora_path=str(lora_path) if lora_path else None,
+            )
+    except (ValueError, RuntimeError) as exc:
+        extra = f" with adapter {lora_path}" if lora_path else ""
+        raise ModelError(f"could not load GGUF {path}{extra}: {exc}") from None
+
+
 class LlamaCppChatModel(BaseChatModel):
     """Chat model over a shared ``llama_cpp.Llama``.
 
@@ -123,28 +160,7 @@ class LlamaCppChatModel(BaseChatModel):
         Raises:
             ModelError: llama-cpp-python is not installed, or the file or adapter does not load.
         """
-        try:
-            from llama_cpp import Llama
-        except ImportError:
-            raise ModelError(
-                "llama-cpp-python is not installed: pip install llama-cpp-python"
-            ) from None
-        llama_compat.install()  # long Bangla tokens must not vanish from the answer
-        try:
-            # llama.cpp prints context notes to stderr even when not verbose; keep the CLI quiet.
-            with deferred_interrupt(), quiet_stderr():
-                llama = Llama(
-                    model_path=str(path),
-                    n_ctx=n_ctx,
-                    n_threads=n_threads,
-                    n_batch=512,
-                    verbose=False,
-                    seed=0,
-                    lora_path=str(lora_path) if lora_path else None,
-                )
-        except (ValueError, RuntimeError) as exc:
-            extra = f" with adapter {lora_path}" if lora_path else ""
-            raise ModelError(f"could not load GGUF {path}{extra}: {exc}") from None
+        llama = open_llama(path, n_ctx=n_ctx, n_threads=n_threads, lora_path=lora_path)
         if str(path).endswith(".gguf") and model_name == str(path) and not lora_path:
             has_template = bool(llama.metadata.get("tokenizer.chat_template"))
             prompt_style = "chatml" if has_template else "completion"

@@ -12,30 +12,8 @@ from kbqa.answers.followup import LastTurn, standalone_question
 from kbqa.answers.language import detect_language, question_type
 from kbqa.context import Context
 from kbqa.nodes.common import visited
-from kbqa.state import RESET, State
+from kbqa.state import RESET, State, per_question_reset
 from kbqa.text import is_blank
-
-PER_QUESTION: dict[str, Any] = {
-    "answer": "",
-    "abstained": True,
-    "sources": [],
-    "answered_by": "",
-    "retrieved": [],
-    "context_chunk_ids": [],
-    "context_index": "",
-    "raw_answer": "",
-    "reader_answer": "",
-    "abstention_probability": None,
-    "abstention_threshold": None,
-    "verified_answer": "",
-    "verify_changed": False,
-    "fallback_answer": "",
-    "web_query": "",
-    "web_results": [],
-    "web_error": "",
-    "llm_error": "",
-}
-"""Output fields a node sets for one question; classify clears them."""
 
 
 def classify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -64,7 +42,7 @@ def classify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     done = visited("classify", started, "classify: follow-up rewritten" if rewritten else None)
     return {
         # a new question: every per-question field starts over (a thread may hold an old run)
-        **PER_QUESTION,
+        **per_question_reset(),
         "question": standalone,
         "asked": question if rewritten else "",
         "language": language,

@@ -15,7 +15,9 @@ from kbqa.answers.reading import Reading, generate_answer
 from kbqa.context import Context
 from kbqa.corpus.chunking import Chunk
 from kbqa.prompts import Passage
-from kbqa.resources import chat_model_for, retriever_for
+from kbqa.resources import chat_model_for, reranker_for, retriever_for
+from kbqa.retrieval.rerank import rerank_hits
+from kbqa.retrieval.retriever import RetrievedChunk, pad_hits
 from kbqa.state import RetrievedRecord, Source, State
 
 log = logging.getLogger("kbqa.nodes")
@@ -81,20 +83,22 @@ def retrieve_records(
     question: str, k: int, ctx: Context, strategy: str | None = None
 ) -> list[RetrievedRecord]:
     """Run the shared retriever (of ``strategy``'s sub-index) with the context's fusion
-    settings.
+    settings; with a reranker on, rerank its first ``rerank_pool`` hits and keep ``k``
+    (:func:`~kbqa.retrieval.rerank.rerank_hits`), then add the previous chunks.
 
     Raises:
         ValueError: The retriever returned a chunk id its chunks do not hold.
     """
     retriever = retriever_for(ctx, strategy)
+    reranker = reranker_for(ctx, strategy)
     hits = retriever.retrieve(
         question,
-        k,
+        max(k, ctx.rerank_pool) if reranker else k,
         bm25_weight=ctx.bm25_weight,
         dense_weight=ctx.dense_weight,
         candidate_pool=ctx.candidate_pool,
         fusion=ctx.fusion,
-        pad_previous=ctx.pad_previous,
+        pad_previous=ctx.pad_previous and reranker is None,
     )
     chunks = retriever.chunks
     for h in hits:
@@ -103,6 +107,15 @@ def retrieve_records(
                 f"the retriever returned chunk id {h.chunk_id!r}, but its chunks are numbered "
                 f"0 to {len(chunks) - 1}"
             )
+    if reranker is not None:
+        pool = [(h.chunk_id, h.score) for h in hits if not h.is_padding]
+        passages = [(chunks[c].title, chunks[c].text) for c, _ in pool]
+        kept = rerank_hits(question, pool, passages, reranker, k, ctx.rerank_weight)
+        hits = (
+            pad_hits(lambda cid: chunks[cid].prev_chunk_id, kept)
+            if ctx.pad_previous
+            else [RetrievedChunk(c, s, rank) for rank, (c, s) in enumerate(kept, start=1)]
+        )
     return [
         {
             "chunk_id": h.chunk_id,

@@ -4,7 +4,7 @@ previous-chunk padding (HybridRAG-BN adds the chunk before each hit as context).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -14,6 +14,7 @@ from kbqa.corpus.chunking import Chunk
 from kbqa.retrieval.embedders import Embedder
 from kbqa.retrieval.fusion import BM25_WEIGHT, DENSE_WEIGHT, reciprocal_rank_fusion, weighted_fusion
 from kbqa.retrieval.index import ChunkIndex
+from kbqa.retrieval.rerank import bm25_idf
 from kbqa.retrieval.tokenizer import TERMS_WORDS_NGRAMS, tokenize, with_ngrams
 
 CANDIDATE_POOL = 30
@@ -132,6 +133,20 @@ class HybridRetriever:
         n = min(n, len(scores))
         top = np.argpartition(-scores, n - 1)[:n]
         return {int(i): float(scores[i]) for i in top if scores[i] > 0}
+
+    def term_idf(self, terms: Iterable[str]) -> dict[str, float]:
+        """Lucene BM25 IDF of each term over the index's chunks, from the BM25 index's document
+        frequencies (a term the index lacks has document frequency 0). Terms are as the index
+        makes them (:func:`~kbqa.retrieval.tokenizer.with_ngrams`)."""
+        bm25 = self.index.bm25
+        indptr = bm25.scores["indptr"]  # bm25s keeps a term's postings as one CSC column
+        n_docs = int(bm25.scores["num_docs"])
+        out = {}
+        for t in terms:
+            i = bm25.vocab_dict.get(t)
+            df = int(indptr[i + 1] - indptr[i]) if i is not None and i + 1 < len(indptr) else 0
+            out[t] = bm25_idf(n_docs, df)
+        return out
 
     def search_dense(self, query: str, n: int) -> dict[int, float]:
         """Top-``n`` chunks by cosine similarity: chunk id -> score (empty while the dense part

@@ -1,0 +1,141 @@
+"""The rerank step: the lexical reranker's scores, the combination with fused scores, the IDF
+read from the BM25 index, and retrieval with a reranker on (pool, k, padding)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from kbqa.context import Context
+from kbqa.nodes.common import retrieve_records
+from kbqa.retrieval.embedders import HashEmbedder
+from kbqa.retrieval.index import load_index
+from kbqa.retrieval.rerank import (
+    SentenceReranker,
+    bm25_idf,
+    load_reranker,
+    rerank_hits,
+    split_sentences,
+)
+from kbqa.retrieval.retriever import HybridRetriever
+from kbqa.retrieval.tokenizer import tokenize, with_ngrams
+
+
+class Reversed:
+    """A stand-in reranker that prefers later passages."""
+
+    id = "reversed"
+
+    def score(self, question: str, passages: Sequence[tuple[str, str]]) -> list[float]:
+        return [float(i) for i in range(len(passages))]
+
+
+def test_a_passage_scores_as_its_best_sentence() -> None:
+    question = "পদ্মা নদী কোথায় মিলিত হয়েছে?"
+    near = "অন্য কথা এখানে। পদ্মা নদী গোয়ালন্দে যমুনার সঙ্গে মিলিত হয়েছে। আরও কথা।"
+    spread = "পদ্মা একটি নাম। নদী অনেক আছে। মিলিত হওয়া একটি ক্রিয়া।"  # the same words, apart
+    none = "ঢাকা বাংলাদেশের রাজধানী।"
+    scores = SentenceReranker().score(question, [("", spread), ("t", near), ("পদ্মা", none)])
+    assert scores[1] > scores[0] > scores[2] == 0.0
+
+
+def test_reranker_scores_nothing_for_a_question_without_words() -> None:
+    assert SentenceReranker().score("?!", [("", "ঢাকা।"), ("", "Paris.")]) == [0.0, 0.0]
+    assert SentenceReranker().score("ঢাকা?", []) == []
+    with pytest.raises(TypeError, match="strings"):
+        SentenceReranker().score("ঢাকা?", [("", None)])  # type: ignore[list-item]
+
+
+def test_split_sentences_follows_the_chunker() -> None:
+    assert split_sentences("এক। দুই? Three. Four!\nপাঁচ") == ["এক।", "দুই?", "Three.", "Four!", "পাঁচ"]
+
+
+def test_rerank_hits_combines_scores_divided_by_their_best() -> None:
+    hits = [(10, 1.0), (11, 0.9), (12, 0.1)]
+    texts = [("", "a"), ("", "b"), ("", "c")]
+    # fused weight 1 keeps the fused order, 0 takes the reranker's alone
+    assert [c for c, _ in rerank_hits("q", hits, texts, Reversed(), 3, 1.0)] == [10, 11, 12]
+    assert [c for c, _ in rerank_hits("q", hits, texts, Reversed(), 2, 0.0)] == [12, 11]
+    # 0.5: 10 -> 0.5 + 0, 11 -> 0.45 + 0.25 = 0.7, 12 -> 0.05 + 0.5 = 0.55
+    got = rerank_hits("q", hits, texts, Reversed(), 3, 0.5)
+    assert [c for c, _ in got] == [11, 12, 10]
+    assert [s for _, s in got] == pytest.approx([0.7, 0.55, 0.5])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"k": 0}, "k must be > 0"),
+        ({"fused_weight": 1.5}, "fused_weight"),
+        ({"texts": [("", "only one")]}, "2 hits but 1 passages"),
+    ],
+)
+def test_rerank_hits_refuses_bad_arguments(kwargs: dict, message: str) -> None:
+    args = {"k": 1, "fused_weight": 0.3, "texts": [("", "a"), ("", "b")]} | kwargs
+    with pytest.raises(ValueError, match=message):
+        rerank_hits("q", [(1, 1.0), (2, 0.5)], args["texts"], Reversed(), args["k"],
+                    args["fused_weight"])  # fmt: skip
+
+
+def test_a_reranker_returning_too_few_scores_is_named() -> None:
+    class Short(Reversed):
+        id = "short"
+
+        def score(self, question: str, passages: Sequence[tuple[str, str]]) -> list[float]:
+            return [1.0]
+
+    with pytest.raises(ValueError, match="reranker 'short' returned 1 scores for 2 passages"):
+        rerank_hits("q", [(1, 1.0), (2, 0.5)], [("", "a"), ("", "b")], Short(), 1)
+
+
+def test_load_reranker_names_the_known_ones() -> None:
+    assert load_reranker("off") is None
+    assert isinstance(load_reranker("lexical"), SentenceReranker)
+    with pytest.raises(ValueError, match="off, lexical"):
+        load_reranker("bge")
+
+
+def test_context_validates_the_reranker_settings() -> None:
+    with pytest.raises(ValueError, match="reranker must be one of off, lexical or a directory"):
+        Context(reranker="bge")
+    with pytest.raises(ValueError, match="rerank_weight must be in"):
+        Context(rerank_weight=2.0)
+    with pytest.raises(ValueError, match="rerank_pool must be a positive integer"):
+        Context(rerank_pool=0)
+
+
+def test_term_idf_reads_the_document_frequencies_of_the_index(tiny_index: Path) -> None:
+    retriever = HybridRetriever(load_index(tiny_index), HashEmbedder())
+    chunks = retriever.chunks
+    terms = ["বাংলাদেশের", "ঢাকা", "nosuchword", *with_ngrams(["নদী"])[1:3]]
+    idf = retriever.term_idf(terms)
+    for t in terms:  # counted by hand over the chunks' BM25 terms (title and text)
+        df = sum(t in set(with_ngrams(tokenize(f"{c.title} {c.text}"))) for c in chunks)
+        assert idf[t] == pytest.approx(bm25_idf(len(chunks), df)), t
+    assert idf["nosuchword"] > idf["ঢাকা"] > idf["বাংলাদেশের"]
+
+
+def test_retrieval_with_the_reranker_reads_k_of_the_pool_with_previous_chunks(
+    tiny_index: Path,
+) -> None:
+    retriever = HybridRetriever(load_index(tiny_index), HashEmbedder())
+    chunks = retriever.chunks
+    long_ids = [c.chunk_id for c in chunks if c.doc_id == "long"]
+    target = chunks[long_ids[3]]
+    question = target.text.split("।")[1]  # one sentence of the chunk
+    off = Context(retriever=retriever, k=2)
+    on = Context(retriever=retriever, k=2, reranker="lexical", rerank_pool=6, rerank_weight=0.0)
+    plain = retrieve_records(question, 2, off)
+    reranked = retrieve_records(question, 2, on)
+    hits = [r for r in reranked if not r["is_padding"]]
+    assert len(hits) == 2 and [r["rank"] for r in hits] == [1, 2]
+    assert target.chunk_id in {r["chunk_id"] for r in hits}
+    for r in reranked:  # each hit's previous chunk comes before it, as without a reranker
+        if r["is_padding"]:
+            assert chunks[r["chunk_id"] + 1].prev_chunk_id == r["chunk_id"]
+    assert {r["chunk_id"] for r in plain} != set() and reranked[0]["score"] <= 1.0
+    no_pad = retrieve_records(question, 2, Context(retriever=retriever, reranker="lexical",
+                                                   pad_previous=False))  # fmt: skip
+    assert [r["is_padding"] for r in no_pad] == [False, False]

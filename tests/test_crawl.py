@@ -6,11 +6,12 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
 
+import httpx
 import pytest
 
 from kbqa.corpus.crawl import CrawlConfig, crawl, normalize_url
@@ -384,16 +385,95 @@ def test_hostile_robots_and_binaries_are_bounded(tmp_path: Path, robots: str) ->
     cfg = CrawlConfig(max_pages=10, max_depth=2, delay=0.0, max_bytes=200_000, timeout=0.5)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.monotonic()
+    start = f"http://127.0.0.1:{server.server_address[1]}/"
     try:
-        report = crawl(f"http://127.0.0.1:{server.server_address[1]}/", tmp_path / "kb.jsonl",
-                       cfg, progress=False)  # fmt: skip
+        if robots == "drip":  # a robots.txt that never arrives is unreachable: nothing is crawled
+            with pytest.raises(InputError, match=r"robots\.txt unreachable: took too long"):
+                crawl(start, tmp_path / "kb.jsonl", cfg, progress=False)
+        else:
+            report = crawl(start, tmp_path / "kb.jsonl", cfg, progress=False)
     finally:
         server.shutdown()
     # the drip is cut at PAGE_TIME_FACTOR x timeout (2 s), not waited on for ever
     assert time.monotonic() - started < 30
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
     assert grown_mib < 40  # the 50 MB robots.txt is read to 500 KiB only
+    if robots == "drip":
+        return
     saved = {r["url"].rsplit("/", 1)[-1] for r in records(tmp_path / "kb.jsonl")}
     assert "binary.html" not in saved and report.skipped["not HTML (binary content)"] == 1
     if robots == "huge":  # its first 500 KiB were parsed: the rule holds
         assert report.skipped["disallowed by robots.txt"] == 1 and "x" not in saved
+
+
+def _robots_site(robots: Callable[[httpx.Request], httpx.Response]) -> Callable[[], httpx.Client]:
+    """A two-page site (/ links /a and /private) whose robots.txt answers with ``robots``."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/robots.txt" or request.url.host != "site.test":
+            return robots(request)
+        links = ["/a", "/private"] if request.url.path == "/" else []
+        return httpx.Response(200, html=page(f"Page {request.url.path}", links),
+                              headers={"content-type": "text/html"})  # fmt: skip
+
+    return lambda: httpx.Client(transport=httpx.MockTransport(handler), follow_redirects=False)
+
+
+def _unreachable(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError("connection refused", request=request)
+
+
+ROBOTS_CASES = {
+    # RFC 9309, 2.3.1.4: a server error or no answer at all: nothing may be crawled
+    "500": (lambda r: httpx.Response(500), 0, "unreachable (HTTP 500)"),
+    "503": (lambda r: httpx.Response(503), 0, "unreachable (HTTP 503)"),
+    "network error": (_unreachable, 0, "unreachable (ConnectError"),
+    # 2.3.1.3: a 4xx means there are no rules
+    "404": (lambda r: httpx.Response(404), 3, "HTTP 404, no rules"),
+    "403": (lambda r: httpx.Response(403), 3, "HTTP 403, no rules"),
+    # 2.3.1.2: redirects are followed, to another host too, and its rules hold
+    "redirect to another host": (
+        lambda r: (
+            httpx.Response(301, headers={"location": "http://cdn.test/rules.txt"})
+            if r.url.host == "site.test"
+            else httpx.Response(200, text="User-agent: *\nDisallow: /private\n")
+        ),
+        2,
+        "read (at http://cdn.test/rules.txt)",
+    ),
+    "endless redirects": (
+        lambda r: httpx.Response(302, headers={"location": f"/robots.txt?{r.url.query.decode()}x"}),
+        3,
+        "more than 5 redirects",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ROBOTS_CASES))
+def test_robots_txt_answers_are_read_as_rfc_9309_says(
+    case: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    robots, pages, logged = ROBOTS_CASES[case]
+    out = tmp_path / "corpus.jsonl"
+    cfg = CrawlConfig(max_pages=5, delay=0.0)
+    with caplog.at_level("INFO", logger="kbqa"):
+        if pages == 0:  # the start page itself is disallowed: the crawl says so
+            with pytest.raises(InputError, match=r"mostly 'robots\.txt unreachable"):
+                crawl("http://site.test/", out, cfg, client=_robots_site(robots)(), progress=False)
+        else:
+            report = crawl("http://site.test/", out, cfg, client=_robots_site(robots)(),
+                           progress=False)  # fmt: skip
+            assert report.pages == pages, report.skipped
+    decisions = [r for r in caplog.records if "robots.txt of http://site.test" in r.getMessage()]
+    assert len(decisions) == 1 and logged in decisions[0].getMessage()  # logged once
+    warned = "--ignore-robots" in decisions[0].getMessage()
+    assert decisions[0].levelname == ("WARNING" if pages == 0 else "INFO") and warned == (
+        pages == 0
+    )
+    if case == "redirect to another host":
+        assert report.skipped["disallowed by robots.txt"] == 1  # /private, by the moved rules
+        assert "/private" not in {r["final_url"].rsplit("/", 1)[-1] for r in records(out)}
+    ignored = crawl("http://site.test/", tmp_path / "all.jsonl",
+                    CrawlConfig(max_pages=5, delay=0.0, respect_robots=False),
+                    client=_robots_site(robots)(), progress=False)  # fmt: skip
+    assert ignored.pages == 3

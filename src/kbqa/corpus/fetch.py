@@ -143,6 +143,20 @@ class _HostClock:
             time.sleep(start - now)
 
 
+ROBOTS_MAX_REDIRECTS = 5
+"""Redirects followed to find a robots.txt (RFC 9309, 2.3.1.2: at least five)."""
+
+
+def _disallow_all(origin: str, why: str) -> RobotFileParser:
+    """Rules that disallow everything, for a robots.txt that could not be reached (RFC 9309,
+    2.3.1.4: a 5xx or a network error means complete disallow)."""
+    log.warning("robots.txt of %s unreachable (%s): nothing on %s is crawled (RFC 9309, "
+                "2.3.1.4); --ignore-robots crawls it anyway", origin, why, origin)  # fmt: skip
+    parser = RobotFileParser()
+    parser.parse(["User-agent: *", "Disallow: /"])
+    return parser
+
+
 class Crawler:
     """One crawl: frontier, seen set, robots rules and the HTTP client.
 
@@ -171,6 +185,7 @@ class Crawler:
         )
         self._clock = _HostClock(config.delay)
         self._robots: dict[str, RobotFileParser | None] = {}
+        self._robots_unreachable: dict[str, str] = {}  # origin -> the skip reason of its pages
         self._robots_lock = threading.Lock()
 
     def allowed(self, url: str) -> bool:
@@ -178,23 +193,53 @@ class Crawler:
         return host_of(url) in self.hosts
 
     def _robots_for(self, url: str) -> RobotFileParser | None:
+        """The rules of ``url``'s host, read once per host as RFC 9309 (2.3.1) says: a 2xx
+        robots.txt is parsed; redirects are followed up to :data:`ROBOTS_MAX_REDIRECTS`, to any
+        host; a 4xx ("unavailable") allows everything; a 5xx or a network error
+        ("unreachable") disallows everything. The decision is logged once per host (a
+        warning when it disallows everything). None: no rules."""
         parts = urlsplit(url)
         key = f"{parts.scheme}://{parts.netloc}"
         with self._robots_lock:
-            if key in self._robots:
-                return self._robots[key]
-            parser: RobotFileParser | None = None
-            try:
-                self._clock.wait(parts.netloc.lower())
-                with self.client.stream("GET", f"{key}/robots.txt") as resp:
-                    if resp.status_code == 200:
+            if key not in self._robots:
+                self._robots[key] = self._read_robots(key)
+            return self._robots[key]
+
+    def _read_robots(self, origin: str) -> RobotFileParser | None:
+        location = f"{origin}/robots.txt"
+        try:
+            for _ in range(ROBOTS_MAX_REDIRECTS + 1):
+                self._clock.wait(host_of(location))
+                with self.client.stream("GET", location) as resp:
+                    status = resp.status_code
+                    if 200 <= status < 300:
                         body = self._read(resp, ROBOTS_MAX_BYTES, truncate=True)
                         parser = RobotFileParser()
                         parser.parse(body.decode("utf-8", "replace").splitlines())
-            except (httpx.HTTPError, Skip) as exc:
-                log.info("robots.txt of %s unreadable (%s): crawling without it", key, exc)
-            self._robots[key] = parser
-            return parser
+                        moved = "" if location == f"{origin}/robots.txt" else f" (at {location})"
+                        log.info("robots.txt of %s read%s", origin, moved)
+                        return parser
+                    target = resp.headers.get("location", "")
+                if 300 <= status < 400 and target:
+                    location = urljoin(location, target)
+                    continue
+                if 500 <= status < 600:
+                    self._robots_unreachable[origin] = f"robots.txt unreachable (HTTP {status})"
+                    return _disallow_all(origin, f"HTTP {status}")
+                log.info("robots.txt of %s: HTTP %d, no rules: crawling it all (RFC 9309, "
+                         "2.3.1.3)", origin, status)  # fmt: skip
+                return None
+            log.info("robots.txt of %s: more than %d redirects, no rules: crawling it all "
+                     "(RFC 9309, 2.3.1.2)", origin, ROBOTS_MAX_REDIRECTS)  # fmt: skip
+            return None
+        except (httpx.HTTPError, Skip) as exc:
+            why = (
+                f"network error ({type(exc).__name__})"
+                if isinstance(exc, httpx.HTTPError)
+                else str(exc)
+            )
+            self._robots_unreachable[origin] = f"robots.txt unreachable: {why}"
+            return _disallow_all(origin, f"{type(exc).__name__}: {exc}")
 
     def _read(self, resp: httpx.Response, limit: int, *, truncate: bool = False) -> bytes:
         """The body of a streamed response, read within ``limit`` bytes and
@@ -246,7 +291,8 @@ class Crawler:
         """
         for _ in range(MAX_REDIRECTS + 1):
             if not self.robots_allow(url):
-                raise Skip("disallowed by robots.txt")
+                origin = "{0.scheme}://{0.netloc}".format(urlsplit(url))
+                raise Skip(self._robots_unreachable.get(origin, "disallowed by robots.txt"))
             self._clock.wait(host_of(url))
             try:
                 with self.client.stream("GET", url) as resp:

@@ -502,3 +502,18 @@ def test_help_shows_every_bracketed_word_it_was_given() -> None:
             assert word in res.output, f"kbqa {' '.join(path)} --help lost {word!r}"
             checked += 1
     assert checked >= 5, "ask, chat and eval's --llm-url, index's --store, chat's --db at least"
+
+
+def test_a_file_name_with_a_newline_stays_on_its_sources_line(tmp_path: Path) -> None:
+    """Issue 34 item 4: ``sources:`` printed a file name's newline as a line break."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "two\nlines.txt").write_text("Paris is the capital of France.", "utf-8")
+    out = tmp_path / "idx"
+    code, text = run("index", str(kb), "--out", str(out), "--embedder", "fake/hash")
+    assert code == 0, text
+    code, text = run_fake("ask", "What is the capital of France?", out, model="fake/script:Paris")
+    assert code == 0, text
+    lines = text.splitlines()
+    source = lines[lines.index("sources:") + 1]
+    assert "two\\nlines" in source and source.startswith("  [1] ") and source.endswith(")")

@@ -152,3 +152,66 @@ def test_a_bad_folder_file_is_named_and_skippable(
     skipped: list[str] = []
     docs = list(load_documents(kb, skip_bad_lines=True, skipped=skipped))
     assert [d.doc_id for d in docs] == ["a.txt"] and problem in skipped[0]
+
+
+def _odd_folder(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder with one good file and one of each thing a folder KB must not read silently."""
+    import os
+
+    kb = tmp_path / "kb"
+    (kb / "sub").mkdir(parents=True)
+    (kb / "good.txt").write_text("ঢাকা বাংলাদেশের রাজধানী।", encoding="utf-8")
+    outside = tmp_path / "passwd"
+    outside.write_text("daemon:x:1:1:daemon:/usr/sbin", encoding="utf-8")
+    os.link(outside, kb / "passwd.txt")  # a hard link to a file outside the folder
+    os.mkfifo(kb / "pipe.txt")  # reading it would block for ever
+    (kb / "empty.md").write_bytes(b"")
+    (kb / "report.pdf").write_bytes(b"%PDF-1.4")
+    (kb / "sub" / "two\nlines.txt").write_text("Paris is the capital of France.", "utf-8")
+    return kb, outside
+
+
+def test_a_folder_reads_only_its_regular_files_and_sums_up_the_rest(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 34 item 4: a hard link to /etc/passwd was indexed and served; FIFOs and empty
+    files were skipped without a word; a newline in a file name split the sources line."""
+    kb, _ = _odd_folder(tmp_path)
+    skipped: list[str] = []
+    with caplog.at_level("WARNING", logger="kbqa"):
+        docs = list(load_documents(kb, skipped=skipped))
+    assert sorted(d.doc_id for d in docs) == ["good.txt", "sub/two\nlines.txt"]
+    assert all("daemon" not in d.text for d in docs)
+    assert len(skipped) == 4 and not any("\n" in m for m in skipped)
+    summaries = [r.getMessage() for r in caplog.records]
+    assert len(summaries) == 1, summaries  # one summary, not a line per file
+    summary = summaries[0]
+    assert summary.startswith(f"skipped 4 file(s) in {kb}: ")
+    for part in ("1 hard links (--allow-hard-links reads them): passwd.txt",
+                 "1 not regular files (a FIFO, socket or device): pipe.txt",
+                 "1 empty files: empty.md", "1 .pdf files (not .txt, .md or .html): report.pdf"):
+        assert part in summary  # fmt: skip
+    assert "\n" not in summary
+
+
+def test_hard_links_are_read_when_allowed(tmp_path: Path) -> None:
+    kb, outside = _odd_folder(tmp_path)
+    docs = list(load_documents(kb, allow_hard_links=True, warn=False))
+    assert "passwd.txt" in {d.doc_id for d in docs}
+
+
+def test_a_folder_with_nothing_to_read_names_what_it_skipped(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.pdf").write_bytes(b"%PDF")
+    (kb / "b.txt").write_bytes(b"")
+    with pytest.raises(InputError, match=r"no \.txt, \.md or \.html file with text found "
+                       r"\(skipped 2 file\(s\).*1 \.pdf files.*1 empty files"):  # fmt: skip
+        list(load_documents(kb, warn=False))
+
+
+def test_escape_controls_keeps_every_script_and_escapes_controls() -> None:
+    from kbqa.text import escape_controls
+
+    assert escape_controls("two\nlines\t\x1b[31m") == "two\\nlines\\t\\x1b[31m"
+    assert escape_controls("বাংলা\u200cদেশ ঢাকা") == "বাংলা\u200cদেশ ঢাকা"

@@ -48,3 +48,18 @@ def fold_digits(text: str) -> str:
 def is_blank(text: str) -> bool:
     """True when ``text`` holds nothing visible: only whitespace and format characters."""
     return not normalize_text(text).strip()
+
+
+_CONTROLS = regex.compile(r"[\p{Cc}\u2028\u2029]")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with control characters written as escapes (``\\n``, ``\\t``, ``\\x1b``,
+    ``\\u2028``), for a name shown on one line of a terminal: a file name holding a newline
+    must not split the line it is printed on, nor an escape sequence recolour the terminal.
+    Letters of every script, and format characters such as ZWNJ, are kept.
+
+    >>> escape_controls("a\\nb\\x1b[31m")
+    'a\\\\nb\\\\x1b[31m'
+    """
+    return _CONTROLS.sub(lambda m: repr(m.group())[1:-1], text)

@@ -13,7 +13,7 @@ from kbqa.cli.app import app, fail
 from kbqa.cli.explain import abstention_reason, reader_note
 from kbqa.cli.settings import context_options
 from kbqa.errors import KBQAError
-from kbqa.text import is_blank
+from kbqa.text import escape_controls, is_blank
 
 WEB_SEARCH_OFF = (
     "note: web search is off, so the question stayed on this machine; --web-search ddgs "
@@ -145,11 +145,11 @@ def print_answer(out: dict[str, Any], index_dir: str) -> None:
             typer.echo(note)
     typer.echo("sources:")
     for i, src in enumerate(out.get("sources", []), start=1):
-        where = f" <{src['url']}>" if src["url"] else ""
+        where = f" <{escape_controls(src['url'])}>" if src["url"] else ""
+        doc = escape_controls(src["doc_id"])  # a file name may hold a newline
         typer.echo(
-            f"  [{i}] {src['title'] or src['doc_id']} "
-            f"(doc {src['doc_id']}, chunk {src['chunk_id']}, "
-            f"score {src['score']:.3f}){where}"
+            f"  [{i}] {escape_controls(src['title']) or doc} "
+            f"(doc {doc}, chunk {src['chunk_id']}, score {src['score']:.3f}){where}"
         )
     typer.echo(f"route: {' -> '.join(out.get('route', []))}")
     if out.get("answered_by"):

@@ -25,6 +25,7 @@ from kbqa.cli.explain import abstention_reason, reader_note
 from kbqa.cli.settings import context_options
 from kbqa.cli.threads import open_threads
 from kbqa.state import RESET
+from kbqa.text import escape_controls
 
 HELP = """commands:
   /sources   the passages of the last answer, with the sentence it came from
@@ -214,8 +215,8 @@ class Session:
             self.say("no answer yet")
             return
         for i, src in enumerate(out.get("sources", [])[:limit], start=1):
-            where = src["url"] or f"doc {src['doc_id']}"
-            self.say(f"  [{i}] {src['title'] or src['doc_id']} ({where})")
+            where = escape_controls(src["url"] or f"doc {src['doc_id']}")
+            self.say(f"  [{i}] {escape_controls(src['title'] or src['doc_id'])} ({where})")
             sentence = self.sentence(src)
             if sentence:
                 self.say(f"      “{sentence}”", "dim")

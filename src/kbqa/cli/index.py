@@ -83,6 +83,13 @@ def index(
             help="Skip malformed JSONL lines, and folder files that are unreadable or not text."
         ),
     ] = False,
+    allow_hard_links: Annotated[
+        bool,
+        typer.Option(
+            help="Read a folder's files that have other names on the disk too (hard links; "
+            "they may be files from outside the folder)."
+        ),
+    ] = False,
     reuse: Annotated[
         bool,
         typer.Option(
@@ -137,8 +144,9 @@ def index(
     sizes = _chunk_sizes(strats, chunk_size, chunk_overlap)
     t0 = time.perf_counter()
     report, boilerplate, skipped, emb = _build(
-        kb, out, embedder, dense, strats, sizes, skip_bad_lines=skip_bad_lines, reuse=reuse
-    )
+        kb, out, embedder, dense, strats, sizes, skip_bad_lines=skip_bad_lines, reuse=reuse,
+        allow_hard_links=allow_hard_links,
+    )  # fmt: skip
     later = dense == "later" and emb.dim > 0
     typer.echo(f"index written to {out}" + ("  (BM25 only so far)" if later else ""))
     typer.echo(f"documents      {report.documents // len(strats)}")
@@ -194,6 +202,7 @@ def _build(
     *,
     skip_bad_lines: bool,
     reuse: bool,
+    allow_hard_links: bool = False,
 ) -> tuple[Any, BoilerplateModel, list[str], Any]:
     """Learn the recurring blocks, clean each strategy's documents and build the index(es).
 
@@ -218,8 +227,10 @@ def _build(
         nonlocal passes
         passes += 1
         if passes > 1:
-            return load_documents(kb, skip_bad_lines=skip_bad_lines, warn=False)
-        return load_documents(kb, skip_bad_lines=skip_bad_lines, skipped=skipped)
+            return load_documents(kb, skip_bad_lines=skip_bad_lines, warn=False,
+                                  allow_hard_links=allow_hard_links)  # fmt: skip
+        return load_documents(kb, skip_bad_lines=skip_bad_lines, skipped=skipped,
+                              allow_hard_links=allow_hard_links)  # fmt: skip
 
     try:
         emb = load_embedder(embedder)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from kbqa.corpus.document import Document
 from kbqa.corpus.html import decode_html, html_to_text
 from kbqa.errors import InputError
-from kbqa.text import is_blank
+from kbqa.text import escape_controls, is_blank
 
 FOLDER_SUFFIXES = (".txt", ".md", ".html", ".htm")
 
@@ -26,6 +27,7 @@ def load_documents(
     skip_bad_lines: bool = False,
     skipped: list[str] | None = None,
     warn: bool = True,
+    allow_hard_links: bool = False,
 ) -> Iterator[Document]:
     """Yield the documents of a knowledge base.
 
@@ -37,8 +39,10 @@ def load_documents(
             be read or is not text, instead of raising.
         skipped: When given, the message of each skipped line, file or symbolic link (never
             followed in a folder) is appended to it.
-        warn: Log a warning for each skipped item; False for a later pass over the same
-            knowledge base, whose skips the first pass reported.
+        warn: Log the skipped items (a folder: one summary); False for a later pass over the
+            same knowledge base, whose skips the first pass reported.
+        allow_hard_links: Read a folder's files that have more than one name (hard links),
+            which may be files from outside the folder.
 
     Yields:
         Documents in file order.
@@ -51,7 +55,8 @@ def load_documents(
     if not p.exists():
         raise InputError(f"knowledge base not found: {p}")
     if p.is_dir():
-        yield from _load_folder(p, skip_bad_lines=skip_bad_lines, skipped=skipped, warn=warn)
+        yield from _load_folder(p, skip_bad_lines=skip_bad_lines, skipped=skipped, warn=warn,
+                                allow_hard_links=allow_hard_links)  # fmt: skip
     elif p.name.lower().endswith((".xml", ".xml.bz2")):
         from kbqa.corpus.wikidump import iter_dump
 
@@ -164,45 +169,93 @@ def _parse_record(obj: dict[str, Any], path: Path, lineno: int) -> Document:
 
 
 def _load_folder(
-    root: Path, *, skip_bad_lines: bool = False, skipped: list[str] | None = None, warn: bool = True
+    root: Path,
+    *,
+    skip_bad_lines: bool = False,
+    skipped: list[str] | None = None,
+    warn: bool = True,
+    allow_hard_links: bool = False,
 ) -> Iterator[Document]:
     """The folder's ``.txt``/``.md``/``.html`` files, recursively, in path order.
 
-    Symbolic links are not followed (a link may lead out of the folder, to ``/etc/passwd``);
-    each one is logged and listed in ``skipped``. A file that cannot be read or is not text
-    (a NUL byte, invalid UTF-8) stops the load, or with ``skip_bad_lines`` is skipped and
-    listed.
+    Only regular files that belong to the folder are read. Skipped, each for a named reason:
+    symbolic links (never followed: a link may lead out of the folder, to ``/etc/passwd``);
+    hard links, a regular file with more than one name, which may be a file of anywhere on the
+    same disk (unless ``allow_hard_links``); what is not a regular file (a FIFO, a socket, a
+    device); empty files; files of another type. One warning sums them up, by reason, with up
+    to :data:`SUMMARY_NAMES` names, escaped (:func:`~kbqa.text.escape_controls`); ``skipped``
+    gets one message per item. A file that cannot be read or is not text (a NUL byte, invalid
+    UTF-8) stops the load, or with ``skip_bad_lines`` is skipped and listed.
     """
     import logging
 
     log = logging.getLogger("kbqa.corpus")
+    reasons: dict[str, list[Path]] = {}
 
-    def skip(message: str) -> None:
-        if warn:
-            log.warning("skipping %s", message)
+    def skip(f: Path, reason: str, detail: str = "") -> None:
+        reasons.setdefault(reason, []).append(f)
         if skipped is not None:
-            skipped.append(message)
+            skipped.append(f"{escape_controls(str(f))}: {detail or reason}")
 
     files = []
     for f in sorted(root.rglob("*")):
-        if f.suffix.lower() not in FOLDER_SUFFIXES:
+        if f.is_dir() and not f.is_symlink():
             continue
         if f.is_symlink():
-            skip(f"{f}: a symbolic link (to {os.readlink(f)}), not followed")
-        elif f.is_file():
+            target = escape_controls(os.readlink(f))
+            skip(f, "symbolic links (not followed)", f"a symbolic link (to {target}), not followed")
+            continue
+        if f.suffix.lower() not in FOLDER_SUFFIXES:
+            skip(f, f"{f.suffix.lower() or 'no suffix'} files (not .txt, .md or .html)")
+            continue
+        st = f.lstat()
+        if not stat.S_ISREG(st.st_mode):
+            skip(f, "not regular files (a FIFO, socket or device)")
+        elif st.st_nlink > 1 and not allow_hard_links:
+            skip(f, "hard links (--allow-hard-links reads them)",
+                 f"a hard link ({st.st_nlink} names on this disk: it may be a file from outside "
+                 "the folder), not read; --allow-hard-links reads it")  # fmt: skip
+        elif st.st_size == 0:
+            skip(f, "empty files")
+        else:
             files.append(f)
-    if not files:
-        raise InputError(f"{root}: no .txt, .md or .html files found")
+    read = 0
     for f in files:
         try:
             doc = _load_file(f, root)
         except InputError as exc:
             if not skip_bad_lines:
                 raise InputError(f"{exc} (use --skip-bad-lines to skip it)") from None
-            skip(str(exc))
+            skip(f, "unreadable or not text (--skip-bad-lines)", str(exc))
             continue
-        if not is_blank(doc.text):
-            yield doc
+        if is_blank(doc.text):
+            skip(f, "files without text")
+            continue
+        read += 1
+        yield doc
+    if warn and reasons:
+        log.warning("%s", skip_summary(root, reasons))
+    if not read:
+        raise InputError(
+            f"{escape_controls(str(root))}: no .txt, .md or .html file with text found"
+            + (f" ({skip_summary(root, reasons)})" if reasons else "")
+        )
+
+
+SUMMARY_NAMES = 5
+"""File names a skip summary shows for each reason."""
+
+
+def skip_summary(root: Path, reasons: dict[str, list[Path]]) -> str:
+    """``skipped 3 files in ROOT: 2 .pdf files (...): a.pdf, b.pdf; 1 hard links (...): x.txt``,
+    names relative to the folder and escaped."""
+    total = sum(len(v) for v in reasons.values())
+    parts = []
+    for reason, paths in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
+        names = [escape_controls(p.relative_to(root).as_posix()) for p in paths[:SUMMARY_NAMES]]
+        more = f" and {len(paths) - SUMMARY_NAMES} more" if len(paths) > SUMMARY_NAMES else ""
+        parts.append(f"{len(paths)} {reason}: {', '.join(names)}{more}")
+    return f"skipped {total} file(s) in {escape_controls(str(root))}: {'; '.join(parts)}"
 
 
 def _load_file(f: Path, root: Path) -> Document:

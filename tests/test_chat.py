@@ -304,3 +304,45 @@ def test_sigterm_releases_the_thread(both_index: Path, tmp_path: Path) -> None:
     holder.kill(signal.SIGTERM)
     holder.expect(pexpect.EOF)
     assert list(tmp_path.glob("t.sqlite.*.lock")) == [], "the lock file goes with the chat"
+
+
+def test_a_thread_held_through_one_name_is_held_through_a_symbolic_link(tmp_path: Path) -> None:
+    """Issue 34 item 6: --db through a symlink to the same file opened a held thread."""
+    from kbqa.cli import threads
+
+    db = tmp_path / "real" / "c.sqlite"
+    threads.open_db(db).close()
+    link = tmp_path / "link.sqlite"
+    link.symlink_to(db)
+    held = threads.lock_thread(db, "t")
+    with pytest.raises(ValueError, match="open in another kbqa chat"):
+        threads.lock_thread(link, "t")
+    threads.release_thread(held)
+    again = threads.lock_thread(link, "t")  # released: the link's name takes it
+    assert [p.parent for p in tmp_path.rglob("*.lock")] == [db.parent], "beside the file itself"
+    threads.release_thread(again)
+
+
+def test_history_on_a_database_that_breaks_is_one_line(
+    both_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34 item 6: /history on a corrupted database printed a traceback (asking gave a
+    clean error)."""
+    import sqlite3
+
+    from typer.testing import CliRunner
+
+    from kbqa.cli import app
+    from kbqa.cli.chat import Session
+
+    def broken(self: Session, thread: str | None = None) -> dict[str, Any]:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(Session, "values", broken)
+    result = CliRunner().invoke(app, ["chat", "--index", str(both_index), "--embedder",
+                                      "fake/hash", "--model", "fake/script:ঢাকা", "--db",
+                                      str(tmp_path / "h.sqlite")],
+                                input="/history\n/quit\n")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "error: database disk image is malformed" in result.output
+    assert result.exception is None

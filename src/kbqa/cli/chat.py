@@ -398,11 +398,11 @@ def chat(
                 break
             if not line:
                 continue
-            if line.startswith("/"):
-                if not session.command(line):
-                    break
-                continue
-            try:
+            try:  # a command reads the database too (/history): its errors are one line
+                if line.startswith("/"):
+                    if not session.command(line):
+                        break
+                    continue
                 session.ask(line)
             except recoverable as exc:
                 session.say(f"error: {exc}", "red")

@@ -179,14 +179,18 @@ def lock_thread(db: Path, thread: str) -> IO[str]:
     database, held until :func:`release_thread`, or until the handle is closed or the process
     ends): two chats writing one thread would lose each other's turns.
 
-    The file is removed on release, so chats leave no empty files behind. A lock taken on a
+    The lock file sits beside the database's resolved path, so a ``--db`` given through a
+    symbolic link locks the same thread as the file's own name. (A hard link, another name of
+    the same file, is not recognised.) The file is removed on release, so chats leave no
+    empty files behind. A lock taken on a
     file that was removed meanwhile is taken again on the new one (the usual lock-file check:
     the locked file must still be the one at the path).
 
     Raises:
         ValueError: Another ``kbqa chat`` holds it.
     """
-    path = db.with_name(f"{db.name}.{_lock_name(thread)}.lock")
+    real = db.resolve()  # the lock follows the file, whatever link names it
+    path = real.with_name(f"{real.name}.{_lock_name(thread)}.lock")
     while True:
         handle = path.open("a")
         try:

@@ -211,6 +211,7 @@ class LlamaCppChatModel(BaseChatModel):
             "stop": stop or [],
             "stream": stream,
         }
+        self._forget_previous_prompt()
         if self.prompt_style == "chatml":
             return self._llama.create_chat_completion(
                 messages=self._chat_messages(messages), **params
@@ -225,6 +226,13 @@ class LlamaCppChatModel(BaseChatModel):
         if processors:
             params["logits_processor"] = processors
         return self._llama.create_completion(prompt, **params)
+
+    def _forget_previous_prompt(self) -> None:
+        """Evaluate the next prompt whole. llama-cpp-python reuses the key-value cache of the
+        longest prefix the next prompt shares with the last one; a prefix evaluated in other
+        batches gives slightly different logits, so near-tied greedy choices could flip and the
+        same question could get another answer depending on the question asked before it."""
+        self._llama.reset()
 
     def _prompt_tokens(self, prompt: str) -> int:
         return len(self._llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -45,8 +46,14 @@ def test_adapter_from_directory_or_file(tmp_path: Path) -> None:
 
 def test_adapter_for_another_base_is_refused(tmp_path: Path) -> None:
     folder = _adapter(tmp_path, base_sha="f" * 64)
-    with pytest.raises(ModelError, match=r"trained on gemma3-270m \(sha256 ffffffffffff"):
+    # its manifest names gemma3-270m, whose sha256 is not the adapter's: refused on loading
+    with pytest.raises(ModelError, match=r"base_model is 'gemma3-270m'.*sha256 ffffffffffff"):
         resolve_adapter("gemma3-270m", str(folder))
+    lora.load_adapter.cache_clear()
+    (folder / lora.MANIFEST_FILE).write_text("{}")  # a manifest that names no base
+    with pytest.raises(ModelError, match=r"trained on another model \(sha256 ffffffffffff"):
+        resolve_adapter("gemma3-270m", str(folder))
+    lora.load_adapter.cache_clear()
 
 
 def test_malformed_adapters_are_named(tmp_path: Path) -> None:
@@ -160,3 +167,45 @@ def test_rank_zero_adapters_do_not_fit(tmp_path: Path, monkeypatch: pytest.Monke
     write_lora_gguf({"blk.0.attn_q.weight": pair}, 8, bad, arch="gemma3", metadata={})
     with pytest.raises(ModelError, match=r"r >= 1"):
         lora.check_adapter_tensors(bad, base)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("base_sha256", "0" * 64, "base_sha256 is '0000"),
+        ("base_model", "qwen2.5-coder-1.5b", "base_model is 'qwen2.5-coder-1.5b'"),
+        ("prompt_style", "chatml", "prompt_style is 'chatml', the adapter's is 'tuned'"),
+        ("lora", {"r": 999, "alpha": 32}, "lora.r is 999, the adapter's is 16"),
+    ],
+)
+def test_a_manifest_that_does_not_describe_its_adapter_is_refused(
+    tmp_path: Path, field: str, value: object, message: str
+) -> None:
+    """Issue 34 item 8: a copy of the shipped adapter whose manifest named another base, prompt
+    style or rank was served silently."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(lora.shipped_adapter("gemma3-270m-reader"), copy)
+    manifest = json.loads((copy / "manifest.json").read_text("utf-8"))
+    lora.load_adapter(str(copy))  # as shipped: accepted
+    lora.load_adapter.cache_clear()
+    (copy / "manifest.json").write_text(json.dumps(manifest | {field: value}), "utf-8")
+    with pytest.raises(ModelError, match=re.escape(message)):
+        lora.load_adapter(str(copy))
+    lora.load_adapter.cache_clear()
+
+
+def test_an_adapter_folder_without_a_manifest_says_how_it_is_served(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import shutil
+
+    copy = tmp_path / "bare"
+    copy.mkdir()
+    shutil.copy(lora.shipped_adapter("gemma3-270m-reader") / "adapter.gguf", copy)
+    with caplog.at_level("WARNING", logger="kbqa"):
+        lora.load_adapter(str(copy))
+    lora.load_adapter.cache_clear()
+    assert any("has no manifest.json" in r.getMessage() and "threshold 0" in r.getMessage()
+               for r in caplog.records)  # fmt: skip

@@ -14,6 +14,7 @@ import functools
 import hashlib
 import itertools
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ from typing import Any
 
 from kbqa.errors import ModelError
 from kbqa.llm.cache import cache_root, file_sha256
+
+log = logging.getLogger("kbqa.llm")
 
 ADAPTERS_DIR = Path(__file__).parent / "adapters"
 """Adapters shipped in the package, one directory each."""
@@ -130,7 +133,46 @@ def load_adapter(spec: str) -> Adapter:
             )
     elif manifest_path.exists():
         raise ModelError(f"{manifest_path} is not a readable file")
-    return Adapter(path, base, text(KV_PROMPT_STYLE) or "tuned", manifest)
+    elif path.name == ADAPTER_FILE:
+        log.warning(
+            "%s has no %s: its serving settings (the abstention threshold) are unknown, so it "
+            "is served with threshold 0 (greedy) unless --abstention-threshold is given",
+            path.parent, MANIFEST_FILE,
+        )  # fmt: skip
+    style = text(KV_PROMPT_STYLE) or "tuned"
+    rank = min((int(min(t.shape)) for t in reader.tensors if t.name.endswith(".lora_a")), default=0)
+    check_manifest(manifest, manifest_path, base_sha256=base, prompt_style=style, rank=rank)
+    return Adapter(path, base, style, manifest)
+
+
+def check_manifest(
+    manifest: dict[str, Any], where: Path, *, base_sha256: str, prompt_style: str, rank: int
+) -> None:
+    """The manifest must describe the adapter it sits beside: its base (``base_sha256``, and
+    ``base_model`` where kbqa knows that model's sha256), its prompt style and its LoRA rank.
+    A manifest copied from another adapter would otherwise decide how this one is served.
+
+    Raises:
+        ModelError: The first field that disagrees with the adapter GGUF, named.
+    """
+    from kbqa.llm.models import MODELS
+
+    def refuse(field: str, says: Any, really: Any) -> None:
+        raise ModelError(
+            f"{where} does not describe the adapter beside it: {field} is {says!r}, the adapter's "
+            f"is {really!r}; export the adapter again or restore its own manifest"
+        )
+
+    if "base_sha256" in manifest and manifest["base_sha256"] != base_sha256:
+        refuse("base_sha256", manifest["base_sha256"], base_sha256)
+    named = MODELS.get(str(manifest.get("base_model", "")))
+    if named is not None and named.sha256 and named.sha256 != base_sha256:
+        refuse("base_model", manifest["base_model"], f"a base with sha256 {base_sha256[:12]}...")
+    if "prompt_style" in manifest and manifest["prompt_style"] != prompt_style:
+        refuse("prompt_style", manifest["prompt_style"], prompt_style)
+    lora = manifest.get("lora")
+    if isinstance(lora, dict) and "r" in lora and rank and lora["r"] != rank:
+        refuse("lora.r", lora["r"], rank)
 
 
 LORA_DTYPES = ("F32", "F16", "BF16")

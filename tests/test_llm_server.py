@@ -405,3 +405,31 @@ def test_served_reader_answers_as_in_process(
 def test_a_model_the_server_does_not_serve_is_refused(llama_server: str) -> None:
     with pytest.raises(ModelError, match="serves reader, not 'qwen'"):
         load_server_chat_model(llama_server, "qwen", "gemma3-270m-reader")
+
+
+def test_the_llm_timeout_is_a_deadline_for_a_reply_that_drips_keep_alives() -> None:
+    """Issue 34 item 9: a server streaming keep-alive comments every 2 s ran past 100 s with
+    --llm-timeout 5 (httpx's timeout is per read)."""
+    release = threading.Event()
+
+    class KeepAlive(StandIn):
+        def do_POST(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            try:
+                while not release.wait(0.3):  # a comment line: no event, ever
+                    self.wfile.write(b": keep-alive\n\n")
+                    self.wfile.flush()
+            except OSError:
+                return
+
+    with stand_in(KeepAlive) as root:
+        try:
+            model = load_server_chat_model(root + "/v1", "", "gemma3-270m-reader", timeout=2.0)
+            started = time.monotonic()
+            with pytest.raises(ModelError, match=r"no whole reply within the --llm-timeout of 2 s"):
+                list(model.stream([HumanMessage("q")], abstention_threshold=0))
+            assert time.monotonic() - started < 8
+        finally:
+            release.set()

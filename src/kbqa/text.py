@@ -62,4 +62,4 @@ def escape_controls(text: str) -> str:
     >>> escape_controls("a\\nb\\x1b[31m")
     'a\\\\nb\\\\x1b[31m'
     """
-    return _CONTROLS.sub(lambda m: repr(m.group())[1:-1], text)
+    return str(_CONTROLS.sub(lambda m: repr(m.group())[1:-1], text))

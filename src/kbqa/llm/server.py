@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import httpx
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -61,7 +63,6 @@ other) that make the server decode as kbqa does in process."""
 
 def check_llm_url(url: str) -> None:
     """Raises ValueError unless ``url`` is an ``http(s)://HOST:PORT/...`` base URL."""
-    import httpx
 
     try:
         parsed = httpx.URL(url)
@@ -81,7 +82,6 @@ def served_models(url: str, timeout: float = 10.0) -> list[str]:
         ModelError: The server cannot be reached, answers with an HTTP error (a 404 says the
             URL may lack ``/v1``), or does not answer as an OpenAI-compatible server.
     """
-    import httpx
 
     try:
         response = httpx.get(url.rstrip("/") + "/models", timeout=timeout)
@@ -258,8 +258,11 @@ class ServerChatModel(BaseChatModel):
         except KBQAError:
             raise
         except Exception as exc:
+            why = str(exc)
+            if "Timeout" in type(exc).__name__:  # httpx's, or the OpenAI client's wrapper of it
+                why = f"no whole reply within the --llm-timeout of {self.timeout:g} s"
             raise ModelError(
-                f"the server at {self.base_url} failed: {type(exc).__name__}: {exc}"
+                f"the server at {self.base_url} failed: {type(exc).__name__}: {why}"
             ) from exc
 
     def _served_pieces(
@@ -387,5 +390,50 @@ def load_server_chat_model(
         "timeout": model.timeout,
         "max_retries": 0,
     }
+    # one deadline for the whole request, streaming included: httpx's timeout is per read, and
+    # a server that sends keep-alive comments every few seconds would never reach it
+    common["http_client"] = httpx.Client(transport=DeadlineTransport(model.timeout),
+                                         timeout=model.timeout)  # fmt: skip
     model._client = OpenAI(**common) if style in PLAIN_STYLES else ChatOpenAI(**common)
     return model
+
+
+class DeadlineTransport(httpx.BaseTransport):
+    """An httpx transport whose every request, its response body included, must finish within
+    ``seconds`` of being sent; a body still arriving then raises ``httpx.ReadTimeout`` at its
+    next chunk. (A server silent for ``seconds`` is the per-read timeout's.)
+
+    Args:
+        seconds: The deadline of one request.
+        inner: The transport that sends (default: ``httpx.HTTPTransport()``).
+    """
+
+    def __init__(self, seconds: float, inner: httpx.BaseTransport | None = None) -> None:
+        self.seconds = seconds
+        self.inner = inner or httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        deadline = time.monotonic() + self.seconds
+        response = self.inner.handle_request(request)
+        response.stream = _DeadlineStream(response.stream, deadline, self.seconds, request)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _DeadlineStream(httpx.SyncByteStream):
+    def __init__(self, inner: Any, deadline: float, seconds: float, request: httpx.Request) -> None:
+        self.inner, self.deadline, self.seconds, self.request = inner, deadline, seconds, request
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.inner:
+            if time.monotonic() > self.deadline:
+                raise httpx.ReadTimeout(
+                    f"the reply took longer than the --llm-timeout of {self.seconds:g} s",
+                    request=self.request,
+                )
+            yield chunk
+
+    def close(self) -> None:
+        self.inner.close()

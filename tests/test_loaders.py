@@ -187,15 +187,18 @@ def test_a_folder_reads_only_its_regular_files_and_sums_up_the_rest(
     assert len(summaries) == 1, summaries  # one summary, not a line per file
     summary = summaries[0]
     assert summary.startswith(f"skipped 4 file(s) in {kb}: ")
-    for part in ("1 hard links (--allow-hard-links reads them): passwd.txt",
-                 "1 not regular files (a FIFO, socket or device): pipe.txt",
-                 "1 empty files: empty.md", "1 .pdf files (not .txt, .md or .html): report.pdf"):
+    for part in (
+        "1 hard links (--allow-hard-links reads them): passwd.txt",
+        "1 not regular files (a FIFO, socket or device): pipe.txt",
+        "1 empty files: empty.md",
+        "1 .pdf files (not .txt, .md or .html): report.pdf",
+    ):
         assert part in summary  # fmt: skip
     assert "\n" not in summary
 
 
 def test_hard_links_are_read_when_allowed(tmp_path: Path) -> None:
-    kb, outside = _odd_folder(tmp_path)
+    kb, _ = _odd_folder(tmp_path)
     docs = list(load_documents(kb, allow_hard_links=True, warn=False))
     assert "passwd.txt" in {d.doc_id for d in docs}
 

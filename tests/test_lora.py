@@ -46,14 +46,8 @@ def test_adapter_from_directory_or_file(tmp_path: Path) -> None:
 
 def test_adapter_for_another_base_is_refused(tmp_path: Path) -> None:
     folder = _adapter(tmp_path, base_sha="f" * 64)
-    # its manifest names gemma3-270m, whose sha256 is not the adapter's: refused on loading
-    with pytest.raises(ModelError, match=r"base_model is 'gemma3-270m'.*sha256 ffffffffffff"):
+    with pytest.raises(ModelError, match=r"trained on gemma3-270m \(sha256 ffffffffffff"):
         resolve_adapter("gemma3-270m", str(folder))
-    lora.load_adapter.cache_clear()
-    (folder / lora.MANIFEST_FILE).write_text("{}")  # a manifest that names no base
-    with pytest.raises(ModelError, match=r"trained on another model \(sha256 ffffffffffff"):
-        resolve_adapter("gemma3-270m", str(folder))
-    lora.load_adapter.cache_clear()
 
 
 def test_malformed_adapters_are_named(tmp_path: Path) -> None:
@@ -192,7 +186,7 @@ def test_a_manifest_that_does_not_describe_its_adapter_is_refused(
     lora.load_adapter.cache_clear()
     (copy / "manifest.json").write_text(json.dumps(manifest | {field: value}), "utf-8")
     with pytest.raises(ModelError, match=re.escape(message)):
-        lora.load_adapter(str(copy))
+        resolve_adapter("gemma3-270m", str(copy))
     lora.load_adapter.cache_clear()
 
 

@@ -184,6 +184,9 @@ class ScriptedLlama:
     def n_vocab(self) -> int:
         return len(self.vocab)
 
+    def reset(self) -> None:
+        """Forget the last prompt (a scripted reply depends on nothing cached)."""
+
     def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
         return [0] * (int(add_bos) + len(text.split()))
 

@@ -148,31 +148,33 @@ def load_adapter(spec: str) -> Adapter:
 def check_manifest(
     manifest: dict[str, Any], where: Path, *, base_sha256: str, prompt_style: str, rank: int
 ) -> None:
-    """The manifest must describe the adapter it sits beside: its base (``base_sha256``, and
-    ``base_model`` where kbqa knows that model's sha256), its prompt style and its LoRA rank.
-    A manifest copied from another adapter would otherwise decide how this one is served.
+    """The manifest must describe the adapter it sits beside: its base's sha256, its prompt
+    style and its LoRA rank (its ``base_model`` name is checked where models are known,
+    :func:`kbqa.llm.models.resolve_adapter`). A manifest copied from another adapter would
+    otherwise decide how this one is served.
 
     Raises:
         ModelError: The first field that disagrees with the adapter GGUF, named.
     """
-    from kbqa.llm.models import MODELS
-
-    def refuse(field: str, says: Any, really: Any) -> None:
-        raise ModelError(
-            f"{where} does not describe the adapter beside it: {field} is {says!r}, the adapter's "
-            f"is {really!r}; export the adapter again or restore its own manifest"
-        )
-
     if "base_sha256" in manifest and manifest["base_sha256"] != base_sha256:
-        refuse("base_sha256", manifest["base_sha256"], base_sha256)
-    named = MODELS.get(str(manifest.get("base_model", "")))
-    if named is not None and named.sha256 and named.sha256 != base_sha256:
-        refuse("base_model", manifest["base_model"], f"a base with sha256 {base_sha256[:12]}...")
+        refuse_manifest(where, "base_sha256", manifest["base_sha256"], base_sha256)
     if "prompt_style" in manifest and manifest["prompt_style"] != prompt_style:
-        refuse("prompt_style", manifest["prompt_style"], prompt_style)
+        refuse_manifest(where, "prompt_style", manifest["prompt_style"], prompt_style)
     lora = manifest.get("lora")
     if isinstance(lora, dict) and "r" in lora and rank and lora["r"] != rank:
-        refuse("lora.r", lora["r"], rank)
+        refuse_manifest(where, "lora.r", lora["r"], rank)
+
+
+def refuse_manifest(where: Path, field: str, says: Any, really: Any) -> None:
+    """Stop on a manifest field that disagrees with its adapter.
+
+    Raises:
+        ModelError: Always, naming the manifest, the field and both values.
+    """
+    raise ModelError(
+        f"{where} does not describe the adapter beside it: {field} is {says!r}, the adapter's "
+        f"is {really!r}; export the adapter again or restore its own manifest"
+    )
 
 
 LORA_DTYPES = ("F32", "F16", "BF16")

@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING
 
 from kbqa.errors import ModelError
 from kbqa.llm.cache import cache_root, file_sha256
-from kbqa.llm.lora import check_adapter_tensors, check_base, load_adapter, shipped_adapter
+from kbqa.llm.lora import (
+    MANIFEST_FILE,
+    check_adapter_tensors,
+    check_base,
+    load_adapter,
+    refuse_manifest,
+    shipped_adapter,
+)
 from kbqa.prompts.answer import PromptStyle
 
 if TYPE_CHECKING:
@@ -292,6 +299,11 @@ def resolve_adapter(name: str, adapter: str = "") -> tuple[Path, PromptStyle] | 
         return None
     base_sha = spec.sha256 if spec else _file_sha256_cached(str(resolve_model(name)[0]))
     check_base(found, name, base_sha)
+    named = MODELS.get(str(found.manifest.get("base_model", "")))
+    if named is not None and named.sha256 and named.sha256 != found.base_sha256:
+        refuse_manifest(found.path.parent / MANIFEST_FILE, "base_model",
+                        found.manifest["base_model"],
+                        f"a base with sha256 {found.base_sha256[:12]}...")  # fmt: skip
     base_file = _assembled(spec) if spec else Path(name).expanduser()
     if base_file is not None and base_file.is_file():  # (a base not assembled yet: checked
         # when it loads)

@@ -58,16 +58,44 @@ def test_rerank_hits_combines_scores_divided_by_their_best() -> None:
     # fused weight 1 keeps the fused order, 0 takes the reranker's alone
     assert [c for c, _ in rerank_hits("q", hits, texts, Reversed(), 3, 1.0)] == [10, 11, 12]
     assert [c for c, _ in rerank_hits("q", hits, texts, Reversed(), 2, 0.0)] == [12, 11]
-    # 0.5: 10 -> 0.5 + 0, 11 -> 0.45 + 0.25 = 0.7, 12 -> 0.05 + 0.5 = 0.55
+    # min-max over the pool: fused 1.0, 0.9, 0.1 -> 1, 8/9, 0; reranker 0, 1, 2 -> 0, 0.5, 1
+    # 0.5: 10 -> 0.5, 11 -> 4/9 + 0.25 = 0.694, 12 -> 0 + 0.5 = 0.5 (a tie keeps fused order)
     got = rerank_hits("q", hits, texts, Reversed(), 3, 0.5)
-    assert [c for c, _ in got] == [11, 12, 10]
-    assert [s for _, s in got] == pytest.approx([0.7, 0.55, 0.5])
+    assert [c for c, _ in got] == [11, 10, 12]
+    assert [s for _, s in got] == pytest.approx([4 / 9 + 0.25, 0.5, 0.5])
+
+
+def test_negative_scores_rank_as_scores() -> None:
+    """Break-it trial: a logit below zero (an LLM reranker's) was divided by the best one and
+    inverted the order."""
+
+    class Logits(Reversed):
+        id = "logits"
+
+        def score(self, question: str, passages: Sequence[tuple[str, str]]) -> list[float]:
+            return [-1.0, -5.0, -9.0]
+
+    hits = [(1, -0.2), (2, -0.5), (3, -0.9)]
+    texts = [("", "a"), ("", "b"), ("", "c")]
+    assert [c for c, _ in rerank_hits("q", hits, texts, Logits(), 3, 0.0)] == [1, 2, 3]
+    assert [c for c, _ in rerank_hits("q", hits, texts, Logits(), 3, 1.0)] == [1, 2, 3]
+
+    class NaN(Reversed):
+        id = "nan"
+
+        def score(self, question: str, passages: Sequence[tuple[str, str]]) -> list[float]:
+            return [float("nan")] * len(passages)
+
+    with pytest.raises(ValueError, match="not finite"):
+        rerank_hits("q", hits, texts, NaN(), 3)
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        rerank_hits("q", hits, texts, Logits(), 1.5)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"k": 0}, "k must be > 0"),
+        ({"k": 0}, "k must be a positive integer"),
         ({"fused_weight": 1.5}, "fused_weight"),
         ({"texts": [("", "only one")]}, "2 hits but 1 passages"),
     ],

@@ -149,7 +149,7 @@ class Context:
         default=RERANK_WEIGHT,
         metadata={
             "description": "Share of the fused retrieval score in the reranked order, in [0, 1] "
-            "(the rest is the reranker's; each score divided by its best in the pool)."
+            "(the rest is the reranker's; each min-max normalised over the pool)."
         },
     )
     pad_previous: bool = field(

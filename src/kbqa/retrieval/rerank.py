@@ -21,6 +21,7 @@ from typing import Protocol
 
 import regex
 
+from kbqa.retrieval.fusion import min_max_normalize
 from kbqa.retrieval.tokenizer import tokenize, with_ngrams
 
 RERANKERS = ("off", "lexical")
@@ -138,7 +139,8 @@ def rerank_hits(
     fused_weight: float = RERANK_WEIGHT,
 ) -> list[tuple[int, float]]:
     """The ``k`` best of the fused pool by ``fused_weight`` x fused score + (1 - fused_weight) x
-    reranker score, each divided by its maximum over the pool (so both lie in [0, 1]).
+    reranker score, each min-max normalised over the pool to [0, 1] (a reranker's logits may
+    be negative; all-equal scores count as 1).
 
     Args:
         question: The question.
@@ -152,12 +154,13 @@ def rerank_hits(
         ``(chunk_id, combined score)``, best first; ties keep the fused order.
 
     Raises:
-        ValueError: ``k`` <= 0, ``fused_weight`` outside [0, 1], passages and hits of
-            different lengths, or a reranker that returned another number of scores.
+        ValueError: ``k`` not a positive integer, ``fused_weight`` outside [0, 1], passages
+            and hits of different lengths, or a reranker that returned another number of
+            scores or a score that is not finite.
     """
-    if k <= 0:
-        raise ValueError(f"k must be > 0, got {k}")
-    if not 0 <= fused_weight <= 1:
+    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if not isinstance(fused_weight, (int, float)) or not 0 <= fused_weight <= 1:
         raise ValueError(f"fused_weight must be in [0, 1], got {fused_weight!r}")
     if len(passages) != len(hits):
         raise ValueError(f"{len(hits)} hits but {len(passages)} passages")
@@ -168,11 +171,13 @@ def rerank_hits(
         raise ValueError(
             f"reranker {reranker.id!r} returned {len(scores)} scores for {len(hits)} passages"
         )
-    top_fused = max(s for _, s in hits) or 1.0
-    top_rerank = max(scores) or 1.0
+    if not all(math.isfinite(x) for x in scores):
+        raise ValueError(f"reranker {reranker.id!r} returned a score that is not finite")
+    fused_n = min_max_normalize(dict(enumerate(s for _, s in hits)))
+    rerank_n = min_max_normalize(dict(enumerate(scores)))  # a logit may be negative
     combined = [
-        (cid, fused_weight * fused / top_fused + (1 - fused_weight) * r / top_rerank)
-        for (cid, fused), r in zip(hits, scores, strict=True)
+        (cid, fused_weight * fused_n[i] + (1 - fused_weight) * rerank_n[i])
+        for i, (cid, _) in enumerate(hits)
     ]
     order = sorted(range(len(combined)), key=lambda i: -combined[i][1])  # stable: fused order
     return [combined[i] for i in order[:k]]

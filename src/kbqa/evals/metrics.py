@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from kbqa.answers.cross_check import YES_NO_WORDS
 from kbqa.answers.normalize import answer_in_context, normalize_answer
 
 __all__ = [
@@ -28,8 +29,9 @@ __all__ = [
 ]
 
 
-YES_NO_GOLDS = frozenset({"হ্যাঁ", "হ্যা", "হাঁ", "না", "yes", "no"})
-"""Normalised gold answers that are a yes/no verdict, not a span of any passage."""
+YES_NO_GOLDS = YES_NO_WORDS
+"""Normalised gold answers that are a yes/no verdict, not a span of any passage (the
+cross-check's list of yes/no words)."""
 
 SPAN_SEPARATOR = ";"
 """Joins the spans of one multi-span gold answer (BanglaRQA list and causal questions; the

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -46,6 +45,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from kbqa.errors import KBQAError, ModelError
 from kbqa.llm.chat import stream_chunks
+from kbqa.llm.deadline import DeadlineTransport
 from kbqa.llm.threshold import PhraseTokens, begins, core, ends_empty, phrase_tokens
 from kbqa.prompts.answer import PLAIN_STYLES, prompt_text
 from kbqa.prompts.budget import count_prompt_tokens
@@ -396,44 +396,3 @@ def load_server_chat_model(
                                          timeout=model.timeout)  # fmt: skip
     model._client = OpenAI(**common) if style in PLAIN_STYLES else ChatOpenAI(**common)
     return model
-
-
-class DeadlineTransport(httpx.BaseTransport):
-    """An httpx transport whose every request, its response body included, must finish within
-    ``seconds`` of being sent; a body still arriving then raises ``httpx.ReadTimeout`` at its
-    next chunk. (A server silent for ``seconds`` is the per-read timeout's.)
-
-    Args:
-        seconds: The deadline of one request.
-        inner: The transport that sends (default: ``httpx.HTTPTransport()``).
-    """
-
-    def __init__(self, seconds: float, inner: httpx.BaseTransport | None = None) -> None:
-        self.seconds = seconds
-        self.inner = inner or httpx.HTTPTransport()
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        deadline = time.monotonic() + self.seconds
-        response = self.inner.handle_request(request)
-        response.stream = _DeadlineStream(response.stream, deadline, self.seconds, request)
-        return response
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-class _DeadlineStream(httpx.SyncByteStream):
-    def __init__(self, inner: Any, deadline: float, seconds: float, request: httpx.Request) -> None:
-        self.inner, self.deadline, self.seconds, self.request = inner, deadline, seconds, request
-
-    def __iter__(self) -> Iterator[bytes]:
-        for chunk in self.inner:
-            if time.monotonic() > self.deadline:
-                raise httpx.ReadTimeout(
-                    f"the reply took longer than the --llm-timeout of {self.seconds:g} s",
-                    request=self.request,
-                )
-            yield chunk
-
-    def close(self) -> None:
-        self.inner.close()

@@ -37,7 +37,7 @@ from kbqa.errors import KBQAError
 from kbqa.evals.datasets import load_questions
 from kbqa.evals.run_dir import CONFIG_FILE, load_run
 from kbqa.evals.runner import evaluate_questions
-from kbqa.text import strip_format_chars
+from kbqa.text import visible_text
 
 
 class ReplayReader(BaseChatModel):
@@ -119,7 +119,7 @@ def replay(
         raise SystemExit(f"error: thresholds above the run's own ({own}) need answers the reader "
                          f"never gave: {', '.join(map(str, above))}")  # fmt: skip
     readings = {  # keyed as the prompt shows the question (kbqa.prompts.answer)
-        strip_format_chars(r["question"]).strip(): (
+        visible_text(r["question"]).strip(): (
             str(r["stage_answers"][0]["answer"]),
             float(r["abstention_probability"]),
         )

@@ -323,6 +323,26 @@ def test_a_thread_held_through_one_name_is_held_through_a_symbolic_link(tmp_path
     threads.release_thread(again)
 
 
+def test_a_thread_held_through_one_name_is_held_through_a_hard_link(tmp_path: Path) -> None:
+    """Issue 34 item 6: a hard link, another name of the same file, opened a held thread."""
+    from kbqa.cli import threads
+
+    db = tmp_path / "real" / "c.sqlite"
+    threads.open_db(db).close()
+    (tmp_path / "elsewhere").mkdir()
+    for link in (tmp_path / "real" / "same-folder.sqlite", tmp_path / "elsewhere" / "c.sqlite"):
+        os.link(db, link)
+        held = threads.lock_thread(db, "t")
+        with pytest.raises(ValueError, match="open in another kbqa chat .*another name"):
+            threads.lock_thread(link, "t")
+        other = threads.lock_thread(link, "another-thread")  # other threads stay free
+        threads.release_thread(other)
+        threads.release_thread(held)
+        again = threads.lock_thread(link, "t")  # released: the link's name takes it
+        threads.release_thread(again)
+    assert list(tmp_path.rglob("*.lock")) == []
+
+
 def test_history_on_a_database_that_breaks_is_one_line(
     both_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

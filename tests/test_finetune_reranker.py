@@ -6,6 +6,7 @@ llama.cpp, and served by ``--reranker DIR`` in the graph."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ def test_pairs_are_the_answer_chunk_against_hard_negatives(tiny_index: Path) -> 
             assert (n.kind, n.target) == ("no", "No")
             assert answer not in chunks[n.context_chunk_ids[0]].text
         assert {p.split for p in by_q[qid]} == {splits[doc]}
+        assert {p.language for p in by_q[qid]} == {"en" if question.isascii() else "bn"}
     assert stats.by_kind == {"train": {"yes": 4, "no": 8}, "val": {"yes": 1, "no": 2}}
 
 
@@ -76,6 +78,31 @@ def test_rank_metrics() -> None:
 def test_config_names_a_bad_value(field: str, value: int, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         RerankerConfig(train="t", kb="k", **{field: value})
+
+
+def test_the_reranker_command_hides_and_refuses_the_readers_example_settings() -> None:
+    pytest.importorskip("transformers")
+    from typer.testing import CliRunner
+
+    from kbqa.cli import app
+
+    runner = CliRunner()
+    shown = runner.invoke(app, ["finetune", "reranker", "--help"]).output
+    assert "--negatives" in shown and "--pool" in shown
+    for flag in ("--served_share", "--paraphrase_share", "--train_k", "--yes_no_ratio"):
+        assert flag not in shown
+    refused = runner.invoke(app, ["finetune", "reranker", "--train", "t", "--kb", "k",
+                                  "--train-k", "3", "--served_share=0.5"])  # fmt: skip
+    assert refused.exit_code == 2
+    assert "--served_share, --train-k: a reader's setting" in refused.output
+
+
+def test_the_manifest_states_the_terms_of_the_data_it_was_trained_on() -> None:
+    from kbqa.finetune.reader import DATA_TERMS, HAQUE_2020_SHA256, data_terms
+
+    assert data_terms(Path("haque2020.qa.jsonl"), HAQUE_2020_SHA256) == DATA_TERMS
+    other = data_terms(Path("mine.jsonl"), "ab" * 32)
+    assert "Haque" not in other and "mine.jsonl" in other and "abababababab" in other
 
 
 @pytest.mark.slow
@@ -116,3 +143,16 @@ def test_finetune_reranker_end_to_end_on_a_tiny_model(kb_file: Path, tmp_path: P
                   rerank_pool=4, k=2)  # fmt: skip
     records = retrieve_records("ঢাকা কোন নদীর তীরে অবস্থিত?", 2, ctx)
     assert len([r for r in records if not r["is_padding"]]) == 2
+
+    # other pairs are refused before examples.jsonl is rewritten
+    from kbqa.errors import InputError
+
+    pairs = (out / "examples.jsonl").read_bytes()
+    ckpt = sorted((out / "checkpoints").glob("checkpoint-*"))[-1]
+    with pytest.raises(InputError, match="trained on other examples"):
+        run_reranker_finetune(replace(cfg, negatives=2, resume_from=str(ckpt)))
+    assert (out / "examples.jsonl").read_bytes() == pairs
+    # the finished run resumed: nothing to train, exported again; no validation asked for
+    again = run_reranker_finetune(replace(cfg, resume=True, val_questions=0))
+    assert again["role"] == "reranker" and again["training"]["steps"] == 2
+    assert "skipped" in again["validation"] and "fused" not in again["validation"]

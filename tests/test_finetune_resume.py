@@ -96,6 +96,15 @@ def test_a_run_stopped_copied_to_a_fresh_clone_and_resumed_goes_on(
     )
     assert config["base_model_name_or_path"] == cursor.base_model != ""  # no machine path
 
+    # resuming the finished run trains nothing and keeps its weights (to export it again)
+    again = lora_model(_tiny_model(path), cfg2)
+    finished_loss = _loss(resumed_model := second, tok, probe)
+    done = train_reader(again, tok, train, [], cfg2, second_out,
+                        second_out / "checkpoints" / "checkpoint-8")  # fmt: skip
+    assert done.steps == 8 and done.finished and not done.interrupted
+    assert _loss(again, tok, probe) == pytest.approx(finished_loss, abs=1e-6)
+    del resumed_model
+
 
 def test_resuming_over_other_examples_or_another_batch_shape_is_refused(
     tiny: tuple[Path, Any],  # noqa: F811

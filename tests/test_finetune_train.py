@@ -242,6 +242,32 @@ def test_export_refuses_values_llama_cpp_would_crash_or_serve_garbage_on(
         export_checkpoint(tmp_path / "good", tmp_path / "o-junk", str(junk))
 
 
+def test_export_keeps_the_role_of_the_run_and_no_machine_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from kbqa.errors import InputError
+    from kbqa.finetune.export import export_checkpoint
+
+    monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "cache"))
+    base = str(tiny_gemma_base(tmp_path / "base.gguf"))
+    run = tmp_path / "run"
+    ckpt = _checkpoint(run / "checkpoints" / "checkpoint-2")
+    export_checkpoint(ckpt, tmp_path / "plain", base)  # no adapter exported yet: a reader
+    assert "role" not in json.loads((tmp_path / "plain" / "manifest.json").read_text())
+    (run / "adapter").mkdir()
+    (run / "adapter" / "manifest.json").write_text('{"role": "reranker"}')
+    export_checkpoint(ckpt, tmp_path / "again", base)
+    manifest = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    assert manifest["role"] == "reranker" and manifest["checkpoint"] == "checkpoint-2"
+    assert str(tmp_path) not in json.dumps(manifest)
+    export_checkpoint(ckpt, tmp_path / "told", base, role="verifier")
+    assert json.loads((tmp_path / "told" / "manifest.json").read_text())["role"] == "verifier"
+    with pytest.raises(InputError, match="role must be one of reader, verifier, reranker"):
+        export_checkpoint(ckpt, tmp_path / "bad", base, role="writer")
+
+
 def test_a_failed_export_leaves_the_previous_adapter_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

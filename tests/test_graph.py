@@ -211,6 +211,10 @@ def test_a_retriever_handed_in_through_the_context_is_the_one_used(tmp_path: Pat
     assert out["answer"] == "ঢাকা" and out["retrieval_mode"] == "bm25"
     assert [s["doc_id"] for s in out["sources"]] == ["d1", "d2"]  # the chunks it read
     assert "retriever" not in context.settings()  # the run's config.json records settings only
+    reranked = ctx(tmp_path / "no-index-here", "fake/script:ঢাকা#stand-in-2",
+                   retriever=stand_in, reranker="lexical", rerank_pool=3)  # fmt: skip
+    out = graph.invoke({"question": "বাংলাদেশের রাজধানী কোথায়?"}, context=reranked)
+    assert out["retrieval_mode"] == "bm25 + rerank (lexical)"  # --json says a reranker ran
 
 
 def test_a_retriever_that_is_not_one_is_refused_with_its_name(tmp_path: Path) -> None:

@@ -367,6 +367,71 @@ def test_lite_open_failure_is_an_index_load_error(
         connect(parse_store_uri(f"milvus://{tmp_path / 'kb.db'}"), create=True)
 
 
+def test_a_lite_store_open_elsewhere_is_one_line_without_milvus_lites_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 34 item 11: a second process opening a Lite store got Milvus Lite's traceback
+    before kbqa's error."""
+    import logging
+
+    import pymilvus
+    from pymilvus.exceptions import ConnectionConfigException
+
+    from kbqa.retrieval.milvus.uri import connect
+
+    def locked(**kwargs: object) -> None:  # what milvus-lite 3.2 does, logged then raised
+        try:
+            raise BlockingIOError(11, "another process holds the lock on 'kb.db'")
+        except BlockingIOError:
+            logging.getLogger("milvus_lite.server_manager").exception("Failed to start")
+        raise ConnectionConfigException(message="Open local milvus failed")
+
+    monkeypatch.setattr(pymilvus, "MilvusClient", locked)
+    with caplog.at_level("DEBUG"), pytest.raises(IndexLoadError, match="open in another process"):
+        connect(parse_store_uri(f"milvus://{tmp_path / 'kb.db'}"), create=True)
+    assert not [r for r in caplog.records if r.name.startswith("milvus_lite")], caplog.text
+
+
+def test_a_second_writer_of_a_lite_store_is_refused_before_it_opens_it(
+    tiny_index: Path, tmp_path: Path
+) -> None:
+    """Issue 34 item 11: two writers of a new Lite store both got in and collided."""
+    from kbqa.retrieval.milvus.uri import lite_writer_lock
+
+    store = parse_store_uri(f"milvus://{tmp_path / 'kb.db'}")
+    with lite_writer_lock(store), pytest.raises(IndexLoadError, match="is writing .* right now"):
+        write_store(tiny_index, store)
+    assert not (tmp_path / "kb.db").exists()  # refused before Milvus Lite made the store
+    assert write_store(tiny_index, store) == {"coverage": 12}  # released
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kb.db"]  # no lock file left
+
+
+def test_an_interrupted_store_write_says_so(
+    tiny_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34 item 11: an interrupted Milvus write exited 130 without a word."""
+    from kbqa.retrieval import milvus
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(milvus, "write_store", interrupted)
+    uri = f"milvus://{tmp_path / 'kb.db'}"
+    result = CliRunner().invoke(app, ["index", "--out", str(tiny_index), "--store", uri])
+    assert result.exit_code == 130
+    assert f"interrupted: {uri} is as it was" in result.output
+
+
+def test_an_out_that_is_a_uri_is_refused_without_a_folder_made(
+    kb_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    uri = f"milvus://{tmp_path / 'kb.db'}"
+    result = CliRunner().invoke(app, ["index", str(kb_file), "--out", uri])
+    assert result.exit_code == 2 and f"--store {uri}" in result.output, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kb.jsonl"]
+
+
 def test_lite_write_logs_no_grpc_error(
     tiny_index: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

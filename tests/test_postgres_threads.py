@@ -491,12 +491,27 @@ def test_urls_lose_their_password_and_other_schemes_are_refused(tmp_path: Path) 
 
 def test_the_resume_command_keeps_the_store_and_drops_the_password() -> None:
     from kbqa.cli.chat import _resume_command
+    from kbqa.context import Context
 
-    shown = _resume_command("idx", "postgresql://kb:s3cret@127.0.0.1:5433/chat", "t1")
+    shown = _resume_command(
+        Context(index_dir="idx"), "postgresql://kb:s3cret@127.0.0.1:5433/chat", "t1"
+    )
     assert shown == "kbqa chat --index idx --thread t1 --db postgresql://kb@127.0.0.1:5433/chat"
     # the other parameters keep their own encoding (libpq reads no "+" as a space)
     odd = "postgresql://kb@h/db?application_name=a%20b&password=s3cret&options=-c%20x%3Dy"
     assert redact(odd) == "postgresql://kb@h/db?application_name=a%20b&options=-c%20x%3Dy"
-    assert _resume_command("milvus://kb.db", "my chats.sqlite", "t2") == (
+    assert _resume_command(Context(index_dir="milvus://kb.db"), "my chats.sqlite", "t2") == (
         "kbqa chat --index milvus://kb.db --thread t2 --db 'my chats.sqlite'"
     )
+
+
+def test_the_resume_command_keeps_every_setting_that_is_not_the_default() -> None:
+    from kbqa.cli.chat import _resume_command
+    from kbqa.context import Context
+
+    ctx = Context(index_dir="idx", reranker="lexical", rerank_pool=12, k=4, cross_check="off")
+    shown = _resume_command(ctx, None, "t3")
+    assert shown.startswith("kbqa chat --index idx ") and shown.endswith(" --thread t3")
+    for words in ("--reranker lexical", "--rerank-pool 12", "--k 4", "--cross-check off"):
+        assert words in shown
+    assert "--rerank-weight" not in shown  # a default is left out

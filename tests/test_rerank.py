@@ -3,6 +3,9 @@ read from the BM25 index, and retrieval with a reranker on (pool, k, padding).""
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -132,6 +135,61 @@ def test_context_validates_the_reranker_settings() -> None:
         Context(rerank_weight=2.0)
     with pytest.raises(ValueError, match="rerank_pool must be a positive integer"):
         Context(rerank_pool=0)
+    with pytest.raises(ValueError, match=r"rerank_pool \(2\) must be at least k \(3\)"):
+        Context(reranker="lexical", rerank_pool=2, k=3)
+    Context(rerank_pool=2, k=3)  # the pool only matters with a reranker on
+
+
+def test_a_directory_that_is_no_reranker_is_named_with_the_reason(tmp_path: Path) -> None:
+    from kbqa.errors import ModelError
+    from kbqa.llm.rerank import load_llm_reranker
+
+    folder = tmp_path / "adapter"
+    cases = [
+        (None, "no such directory"),
+        ("", "it has no manifest.json"),
+        ("{not json", "its manifest.json does not read as JSON"),
+        ("[1]", "its manifest.json is not a JSON object"),
+        ('{"role": "verifier"}', 'has "role": "verifier", not "reranker"'),
+        ('{"name": "gemma3-270m-reader"}', 'has "role": "reader", not "reranker"'),
+    ]
+    for manifest, reason in cases:
+        if manifest is not None:
+            folder.mkdir(exist_ok=True)
+            (folder / "manifest.json").unlink(missing_ok=True)
+            if manifest:
+                (folder / "manifest.json").write_text(manifest)
+        with pytest.raises(ValueError, match=re.escape(reason)):
+            Context(reranker=str(folder))
+        with pytest.raises(ModelError, match=re.escape(reason)):
+            load_llm_reranker(folder)
+
+
+def test_a_reranker_manifest_naming_an_unknown_base_is_named(tmp_path: Path) -> None:
+    from kbqa.errors import ModelError
+    from kbqa.llm.lora import shipped_adapter
+    from kbqa.llm.rerank import load_llm_reranker
+
+    folder = tmp_path / "reranker"
+    shutil.copytree(shipped_adapter("gemma3-270m-reader"), folder)
+    manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
+    manifest.update(role="reranker", base_model="no-such-model")
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ModelError, match=r"manifest\.json names base_model 'no-such-model'"):
+        load_llm_reranker(folder)
+
+
+def test_a_reranker_adapter_is_refused_as_a_reader(tmp_path: Path) -> None:
+    from kbqa.errors import ModelError
+    from kbqa.llm.lora import shipped_adapter
+    from kbqa.llm.models import resolve_adapter
+
+    folder = tmp_path / "reranker"
+    shutil.copytree(shipped_adapter("gemma3-270m-reader"), folder)
+    manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "role": "reranker"}))
+    with pytest.raises(ModelError, match=r"a reranker's adapter .* serve it with --reranker"):
+        resolve_adapter("gemma3-270m", str(folder))
 
 
 def test_term_idf_reads_the_document_frequencies_of_the_index(tiny_index: Path) -> None:

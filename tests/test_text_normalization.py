@@ -125,3 +125,97 @@ def test_the_reader_sees_the_question_without_zero_width_characters() -> None:
     assert [m.content for m in typed] == [m.content for m in clean]
     verify = render_verify_prompt(f"বাংলা{ZWNJ}দেশ?", [Passage("t", "x")], "ক")
     assert ZWNJ not in "".join(str(m.content) for m in verify)
+
+
+# issue 34, items 1 and 2: format characters inside a passage; the legacy khanda-ta
+
+
+def test_the_reader_sees_passages_as_they_look() -> None:
+    """A ZWSP and a soft hyphen inside ``খালেদা জিয়া`` made the reader abstain: every passage
+    it reads (answer, verify and rerank prompts) is shown without the invisible characters, and
+    a ZWJ or ZWNJ beside a virama, which selects a conjunct's form, is kept."""
+    from kbqa.prompts import Passage, render_answer_prompt, render_verify_prompt
+    from kbqa.prompts.rerank import render_rerank_prompt
+
+    typed = Passage(f"খালে{ZWSP}দা", f"খা{ZWSP}লেদা জি{SHY}য়া\u2060 ১৯৪৫ সালে\ufeff; র{ZWJ}্যাব")
+    assert typed == Passage("খালেদা", f"খালেদা জিয়া ১৯৪৫ সালে; র{ZWJ}্যাব")
+    texts = [
+        "".join(str(m.content) for m in render_answer_prompt("খালেদা জিয়া কবে?", [typed])),
+        "".join(str(m.content) for m in render_verify_prompt("কবে?", [typed], "১৯৪৫")),
+        render_rerank_prompt("কবে?", typed.title, f"খা{ZWSP}লেদা জি{SHY}য়া"),
+    ]
+    for text in texts:
+        assert "খালেদা জিয়া" in text and not {ZWSP, SHY, "\u2060", "\ufeff"} & set(text)
+    assert f"র{ZWJ}্যাব" in texts[0]
+
+
+@pytest.mark.parametrize(
+    ("typed", "shown"),
+    [
+        (f"বাংলা{ZWNJ}দেশ", "বাংলাদেশ"),  # inside a word: removed
+        (f"ক্{ZWNJ}ষ", f"ক্{ZWNJ}ষ"),  # after a virama: an explicit virama, kept
+        (f"র{ZWJ}্য", f"র{ZWJ}্য"),  # before a virama: the ya-phala form, kept
+        (f"তড়িত্{ZWJ}কোষ", "তড়িৎকোষ"),  # the legacy khanda-ta
+        (f"শরত্{ZWJ}", "শরৎ"),
+        ("e\u200ef\u202eg", "efg"),  # bidi marks
+    ],
+)  # fmt: skip
+def test_visible_text_removes_only_what_changes_no_glyph(typed: str, shown: str) -> None:
+    from kbqa.text import visible_text
+
+    assert visible_text(typed) == shown
+
+
+@pytest.mark.parametrize("word", ["তড়িৎকোষ", "শরৎ", "জুজুৎসু"])
+def test_the_legacy_khanda_ta_is_one_word_with_the_letter(word: str) -> None:
+    legacy = word.replace("ৎ", f"ত্{ZWJ}")
+    assert tokenize(legacy) == tokenize(word) == [word]
+    assert normalize_text(legacy) == word
+    assert exact_match(legacy, word) == 1.0
+
+
+def test_a_question_with_the_legacy_khanda_ta_finds_its_page(tmp_path: Path) -> None:
+    docs = [
+        Document("cell", "তড়িৎকোষ", "তড়িৎকোষ রাসায়নিক শক্তিকে বৈদ্যুতিক শক্তিতে রূপান্তর করে।"),
+        *[Document(f"x{i}", "অন্য", f"কোষ বিভাজন কীভাবে কাজ করে পাতা {i}।") for i in range(6)],
+    ]
+    build_index(docs, tmp_path / "idx", NoEmbedder(), progress=False)
+    retriever = HybridRetriever(load_index(tmp_path / "idx"), NoEmbedder())
+    questions = (f"তড়িত্{ZWJ}কোষ কীভাবে কাজ করে?", "তড়িৎকোষ কীভাবে কাজ করে?")
+    legacy, modern = (retriever.retrieve(q, k=3, pad_previous=False) for q in questions)
+    assert retriever.index.chunks[legacy[0].chunk_id].doc_id == "cell"
+    assert legacy == modern  # the same words: the same hits and scores
+
+
+def test_an_answer_never_holds_invisible_characters(tiny_index: Path) -> None:
+    from kbqa.context import Context
+    from kbqa.graph import graph
+
+    answer = f"বুড়ি{ZWSP}গঙ্গা{SHY}"  # a reader echoing a passage's invisible characters
+    ctx = Context(index_dir=str(tiny_index), embedder="fake/hash", model=f"fake/script:{answer}",
+                  verify=False, fallback=False, web_search="off", cross_check="off")  # fmt: skip
+    out = graph.invoke({"question": "ঢাকা কোন নদীর তীরে অবস্থিত?"}, context=ctx)
+    assert out["answer"] == "বুড়িগঙ্গা"
+
+
+# issue 34, item 3: numbers in another script
+
+
+@pytest.mark.parametrize(
+    ("question", "passage", "shown"),
+    [
+        ("১৯৭৪ সালে কোন পাটকল জাতীয়করণ হয়?", "আদমজী পাটকল 1974 সালে", "1974 সালে কোন পাটকল"),
+        ("1974 সালে কোন পাটকল জাতীয়করণ হয়?", "আদমজী পাটকল ১৯৭৪ সালে", "১৯৭৪ সালে কোন পাটকল"),
+        ("১৯৭৪ সালে কোন পাটকল?", "আদমজী ১৯৭৪ সালে, 1975 সালে", "১৯৭৪ সালে কোন পাটকল"),  # both
+        ("১৯৭৪ সালে কোন পাটকল?", "আদমজী পাটকল", "১৯৭৪ সালে কোন পাটকল"),  # no digits
+    ],
+)  # fmt: skip
+def test_the_reader_sees_the_questions_digits_as_the_passages_write_them(
+    question: str, passage: str, shown: str
+) -> None:
+    from kbqa.prompts import Passage, render_answer_prompt
+
+    prompt = "".join(
+        str(m.content) for m in render_answer_prompt(question, [Passage("t", passage)])
+    )
+    assert f"Question: {shown}" in prompt

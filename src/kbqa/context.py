@@ -316,13 +316,18 @@ class Context:
                 f"abstention_threshold must be in [0, 1], got {self.abstention_threshold!r}"
             )
         if self.reranker not in RERANKERS:
-            from kbqa.llm.rerank import is_reranker_dir
+            from kbqa.llm.rerank import reranker_dir_problem
 
-            if not is_reranker_dir(self.reranker):
+            if problem := reranker_dir_problem(self.reranker):
                 raise ValueError(
                     f"reranker must be one of {', '.join(RERANKERS)} or a directory from `kbqa "
-                    f"finetune reranker`, got {self.reranker!r}"
+                    f"finetune reranker`, got {self.reranker!r}: {problem}"
                 )
+        if self.reranker != "off" and self.rerank_pool < self.k:
+            raise ValueError(
+                f"rerank_pool ({self.rerank_pool}) must be at least k ({self.k}): the reranker "
+                "keeps the best k of the pool it sees"
+            )
         if not 0 <= self.rerank_weight <= 1:
             raise ValueError(f"rerank_weight must be in [0, 1], got {self.rerank_weight!r}")
         if self.cross_check not in ("auto", "on", "off"):

@@ -111,15 +111,15 @@ def reranker_for(ctx: Context, strategy: str | None = None) -> Reranker | None:
     if ctx.reranker == "off":
         return None
     retriever: Any = retriever_for(ctx, strategy)  # hashed by identity for the cache
-    return _reranker(ctx.reranker, retriever)
+    return _reranker(ctx.reranker, retriever, ctx.n_threads)
 
 
 @functools.lru_cache(maxsize=8)
-def _reranker(name: str, retriever: Any) -> Reranker | None:
+def _reranker(name: str, retriever: Any, n_threads: int) -> Reranker | None:
     from kbqa.llm.rerank import is_reranker_dir, load_llm_reranker
 
     if is_reranker_dir(name):  # kbqa finetune reranker's adapter directory
-        return load_llm_reranker(name)
+        return load_llm_reranker(name, n_threads=n_threads or None)
     return load_reranker(name, getattr(retriever, "term_idf", None))
 
 

@@ -109,7 +109,9 @@ class OutputState(TypedDict, total=False):
         retrieved: Chunks of the last retrieval, in prompt order, with fused scores.
         retrieval_mode: ``hybrid`` (BM25 and dense fused), ``bm25`` (an index without a dense
             part, ``--embedder none``) or ``bm25 (dense pending)`` (built BM25-first, its
-            dense part not there yet: ``kbqa index --continue``).
+            dense part not there yet: ``kbqa index --continue``), followed by
+            `` + rerank (NAME)`` when a reranker ordered the pool (``lexical`` or the reranker
+            directory's name).
         context_chunk_ids: Chunks that fitted the LLM's token budget, in prompt order, of the
             sub-index ``context_index`` names.
         context_index: Whose chunk ids ``context_chunk_ids`` are: ``""`` the primary index's,

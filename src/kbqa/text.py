@@ -10,18 +10,28 @@ characters. :func:`fold_digits` maps Bangla digits to ASCII (``১৯৭১`` me
 
 Stored text (chunks, answers) is not rewritten: the normalisation applies where text is
 compared (the BM25 tokenizer, the extractor, answer checks, the scorer).
+
+Text a model reads and answers it gives go through :func:`visible_text` instead: the invisible
+characters that change no glyph are removed (a zero-width space inside ``খা\u200bলেদা`` made the
+reader abstain), while a ZWNJ or ZWJ beside a virama, which selects a conjunct's form
+(``র‍্যাব``, ``ক্‌ষ``), is kept. Both fold the legacy khanda-ta, ta + virama + ZWJ (``ত্‍``, the
+encoding before Unicode 4.1), into ``ৎ`` (U+09CE), so ``তড়িত্‍কোষ`` and ``তড়িৎকোষ`` are one word.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 
 import regex
 
-TEXT_NORMALIZATION = "nfc-no-format-chars"
+TEXT_NORMALIZATION = "nfc-no-format-chars-khanda-ta"
 """Names the normalisation in an index's manifest (``text_normalization``)."""
 
 _FORMAT_CHARS = regex.compile(r"\p{Cf}+")
+_KHANDA_TA = regex.compile("\u09a4\u09cd\u200d")  # ta, virama, ZWJ: the legacy khanda-ta
+_INVISIBLE = regex.compile(r"(?![\u200c\u200d])\p{Cf}|(?<!\u09cd)[\u200c\u200d](?!\u09cd)")
+"""Format characters that change no glyph: every Cf but a ZWNJ or ZWJ beside a virama."""
 _BANGLA_DIGITS = str.maketrans("০১২৩৪৫৬৭৮৯", "0123456789")
 
 
@@ -31,18 +41,49 @@ def normalize_text(text: str) -> str:
     >>> normalize_text("বাংলা\\u200cদেশ") == "বাংলাদেশ"
     True
     """
-    return unicodedata.normalize("NFC", _FORMAT_CHARS.sub("", text))
+    return unicodedata.normalize("NFC", _FORMAT_CHARS.sub("", _KHANDA_TA.sub("ৎ", text)))
 
 
-def strip_format_chars(text: str) -> str:
-    """``text`` without format characters (Unicode category Cf), otherwise as given (no NFC): for
-    text a model reads, whose tokens should change only where invisible characters were."""
-    return str(_FORMAT_CHARS.sub("", text))
+def visible_text(text: str) -> str:
+    """``text`` as it looks: the legacy khanda-ta folded into ``ৎ`` and the format characters
+    that change no glyph removed (ZWSP, soft hyphen, word joiner, BOM, bidi marks, and a ZWNJ
+    or ZWJ that is not beside a virama), otherwise as given (no NFC): for text a model reads
+    and for answers, whose tokens should change only where invisible characters were.
+
+    >>> visible_text("খা\u200bলেদা জি\u00adয়া, র\u200d্যাব, শরত্\u200d") == "খালেদা জিয়া, র\u200d্যাব, শরৎ"
+    True
+    """
+    return str(_INVISIBLE.sub("", _KHANDA_TA.sub("ৎ", text)))
 
 
 def fold_digits(text: str) -> str:
     """Map Bangla digits ০-৯ to ASCII 0-9."""
     return text.translate(_BANGLA_DIGITS)
+
+
+_DIGITS = {"ascii": regex.compile(r"[0-9]"), "bn": regex.compile(r"[০-৯]")}
+_TO_ASCII = _BANGLA_DIGITS
+_TO_BN = str.maketrans("0123456789", "০১২৩৪৫৬৭৮৯")
+
+
+def digits_as_in(text: str, others: Sequence[str]) -> str:
+    """``text`` with its digits written in the script ``others`` write theirs in, when
+    ``text`` uses one script (ASCII or Bangla digits) and ``others`` only the other: a question
+    asking about ``১৯৭৪`` over a passage that says ``1974`` reads ``1974`` (the reader, unlike
+    BM25 and the scorer, does not fold digits). Otherwise ``text`` as given.
+
+    >>> digits_as_in("১৯৭৪ সালে কী হয়?", ["1974 সালে পাটকল"])
+    '1974 সালে কী হয়?'
+    """
+    ours = {name for name, pattern in _DIGITS.items() if pattern.search(text)}
+    if len(ours) != 1:
+        return text
+    theirs = {name for name, pattern in _DIGITS.items() if any(pattern.search(t) for t in others)}
+    if theirs == {"ascii"} and ours == {"bn"}:
+        return text.translate(_TO_ASCII)
+    if theirs == {"bn"} and ours == {"ascii"}:
+        return text.translate(_TO_BN)
+    return text
 
 
 def is_blank(text: str) -> bool:

@@ -28,6 +28,7 @@ import regex
 
 from kbqa.answers.aligned import aligned_span
 from kbqa.answers.patterns import EDGE_WORDS, KEYWORD_TYPES, PATTERNS, STOPWORDS, TYPE_PATTERNS
+from kbqa.prompts.injection import is_prompt_like
 from kbqa.retrieval.tokenizer import tokenize
 from kbqa.text import normalize_text
 
@@ -125,6 +126,8 @@ def extract_answer(
     overlaps: list[tuple[int, int, int, str]] = []  # (overlap, rank, chunk_id, sentence)
     for rank, (chunk_id, text) in enumerate(passages):
         for sent in sentences(normalize_text(text)):
+            if is_prompt_like(sent):  # text posing as the prompt is no answer's source
+                continue
             overlaps.append((len(q_words & set(tokenize(sent))), rank, chunk_id, sent))
     if not overlaps or max(o[0] for o in overlaps) < 1:
         return None  # no sentence shares a content word with the question

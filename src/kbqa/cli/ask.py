@@ -154,7 +154,7 @@ def print_answer(out: dict[str, Any], index_dir: str) -> None:
     typer.echo(f"route: {' -> '.join(out.get('route', []))}")
     if out.get("answered_by"):
         typer.echo(f"answered by: {out['answered_by']}")
-    if out.get("retrieval_mode") == "bm25 (dense pending)":
+    if str(out.get("retrieval_mode", "")).startswith("bm25 (dense pending)"):
         typer.echo(
             f"retrieval: BM25 only; the dense part of {index_dir} is not built yet (run "
             f"`kbqa index --continue --out {index_dir}` to add it)"

@@ -22,8 +22,9 @@ import typer
 from kbqa.cli.app import app, fail
 from kbqa.cli.ask import WEB_SEARCH_OFF, load_models, make_context, reachable
 from kbqa.cli.explain import abstention_reason, reader_note
-from kbqa.cli.settings import context_options
+from kbqa.cli.settings import context_options, option_args
 from kbqa.cli.threads import open_threads
+from kbqa.context import Context
 from kbqa.state import RESET
 from kbqa.text import escape_controls
 
@@ -332,14 +333,18 @@ def _store(db: str | None) -> str:
     return redact(db) if db.startswith(POSTGRES_SCHEMES) else db
 
 
-def _resume_command(index: str, db: str | None, thread: str) -> str:
-    """The command that resumes ``thread``: the same index and, when not the default, the
-    same ``--db`` (a PostgreSQL password is left out; libpq reads it from ``PGPASSWORD`` or
-    ``~/.pgpass``)."""
+def _resume_command(ctx: Context, db: str | None, thread: str) -> str:
+    """The command that resumes ``thread``: the same index, every setting that is not its
+    default (``--reranker``, ``--k``, ...) and, when not the default, the same ``--db`` (a
+    PostgreSQL password is left out; libpq reads it from ``PGPASSWORD`` or ``~/.pgpass``)."""
     import shlex
+    from dataclasses import MISSING, fields
 
+    defaults = {f.name: f.default for f in fields(Context) if f.default is not MISSING}
+    changed = {name: value for name, value in ctx.settings().items()
+               if name != "index_dir" and name in defaults and value != defaults[name]}  # fmt: skip
     program = sys.argv[0] if Path(sys.argv[0]).name == "kbqa" else "kbqa"  # .venv/bin/kbqa
-    words = [program, "chat", "--index", index, "--thread", thread]
+    words = [program, "chat", "--index", ctx.index_dir, *option_args(changed), "--thread", thread]
     if db is not None:
         words += ["--db", _store(db)]
     return shlex.join(words)
@@ -385,7 +390,7 @@ def chat(
         resumed = f"resumed thread {thread}" if thread else f"thread {session.thread}"
         session.say(f"kbqa chat: {ctx.index_dir}, model {ctx.model}, {resumed} in {_store(db)}; "
                     "/help for commands, Ctrl-D to leave", soft_wrap=True)  # fmt: skip
-        command = _resume_command(ctx.index_dir, db, session.thread)
+        command = _resume_command(ctx, db, session.thread)
         session.say(f"resume it with: {command}", style="dim", soft_wrap=True)
     recoverable: tuple[type[Exception], ...] = (KBQAError, ValueError, *session.store.errors)
     try:  # SIGTERM exits through here too (kbqa.cli.app.main), releasing the thread

@@ -4,6 +4,7 @@ character 4-grams, and a dense part with ``--embedder e5`` or ``static``)."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -115,6 +116,12 @@ def index(
     """
     from kbqa.corpus.strategies import STRATEGIES, get_strategy
 
+    if scheme := re.match(r"[A-Za-z][A-Za-z0-9+.-]*:(?=/)", str(out)):  # not a folder "milvus:"
+        uri = f"{scheme.group(0)}//{str(out)[scheme.end():]}"  # the "//" a Path folds away
+        fail(
+            f"--out {uri} is a URI: --out is the local index folder; to write the index into "
+            f"Milvus too, add --store (for example --out index/kb --store {uri})"
+        )
     if continue_:
         if kb is not None:
             fail("--continue adds the dense part to the --out index; give no knowledge base")

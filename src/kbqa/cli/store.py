@@ -53,6 +53,13 @@ def write_to_store(out: Path, store: str) -> None:
         written = write_store(out, parse_store_uri(store), replace=True)
     except KBQAError as exc:
         fail(str(exc))
+    except KeyboardInterrupt:
+        typer.echo(
+            f"interrupted: {store} is as it was (the collections being written were dropped); "
+            f"write it again with  kbqa index --out {out} --store '{store}'",
+            err=True,
+        )
+        raise typer.Exit(code=130) from None
     parts = ", ".join(f"{name} {n} chunks" for name, n in written.items())
     typer.echo(f"store written  {store}: {parts} ({time.perf_counter() - t0:.1f} s)")
     typer.echo(f"ask it with    kbqa ask --index '{store}' QUESTION")

@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import sqlite3
+import struct
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -174,17 +175,51 @@ def _lock_name(thread: str) -> str:
     return "h" + hashlib.blake2b(thread.encode(), digest_size=12).hexdigest()
 
 
+_LOCK_REGION = 1 << 62
+"""Where the per-thread byte locks on the database file start: far past any byte SQLite locks
+(its lock bytes sit at 1 GiB) and past any real file's end."""
+
+
+def _lock_inode(db: Path, thread: str) -> int | None:
+    """Take an exclusive open-file-description lock (Linux ``F_OFD_SETLK``) on one byte of the
+    database file that stands for ``thread``: a lock of the file itself, whatever name (a hard
+    link) opened it. Returns the descriptor that holds it; None where the file is missing or
+    the system has no such locks (the lock file alone holds then).
+
+    Raises:
+        ValueError: Another ``kbqa chat`` holds the thread through another name of the file.
+    """
+    if not hasattr(fcntl, "F_OFD_SETLK") or not db.is_file():
+        return None
+    offset = _LOCK_REGION + int.from_bytes(hashlib.blake2b(thread.encode(), digest_size=5).digest())
+    try:
+        fd = os.open(db, os.O_RDWR)
+    except OSError:  # a read-only file: the lock file alone holds
+        return None
+    # struct flock: l_type, l_whence (short), l_start, l_len (off_t), l_pid (int, 0 for OFD)
+    request = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0)
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, request)
+    except OSError:
+        os.close(fd)
+        raise ValueError(
+            f"thread {thread} is open in another kbqa chat (through another name of {db}); "
+            "leave that one first"
+        ) from None
+    return fd
+
+
 def lock_thread(db: Path, thread: str) -> IO[str]:
     """Lock ``thread`` of ``db`` for this process (an exclusive lock on a file beside the
     database, held until :func:`release_thread`, or until the handle is closed or the process
     ends): two chats writing one thread would lose each other's turns.
 
-    The lock file sits beside the database's resolved path, so a ``--db`` given through a
-    symbolic link locks the same thread as the file's own name. (A hard link, another name of
-    the same file, is not recognised.) The file is removed on release, so chats leave no
-    empty files behind. A lock taken on a
-    file that was removed meanwhile is taken again on the new one (the usual lock-file check:
-    the locked file must still be the one at the path).
+    The lock follows the file, not its name: the lock file sits beside the database's resolved
+    path (a ``--db`` given through a symbolic link locks the same thread as the file's own
+    name), and a byte lock on the database file itself (:func:`_lock_inode`) refuses a chat
+    that opened it through a hard link. The lock file is removed on release, so chats leave no
+    empty files behind. A lock taken on a file that was removed meanwhile is taken again on
+    the new one (the usual lock-file check: the locked file must still be the one at the path).
 
     Raises:
         ValueError: Another ``kbqa chat`` holds it.
@@ -202,14 +237,25 @@ def lock_thread(db: Path, thread: str) -> IO[str]:
             ) from None
         try:
             if os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
-                return handle
+                break
         except FileNotFoundError:
             pass
         handle.close()  # released and removed by its holder between open and lock
+    try:
+        handle.inode_lock = _lock_inode(real, thread)  # type: ignore[attr-defined]
+    except BaseException:
+        release_thread(handle)
+        raise
+    return handle
 
 
 def release_thread(handle: IO[str]) -> None:
-    """Remove the lock file of :func:`lock_thread` while still holding it, then close it."""
+    """Remove the lock file of :func:`lock_thread` while still holding it, then close it and
+    the database descriptor holding the thread's byte lock."""
     with contextlib.suppress(OSError):
         os.unlink(handle.name)
+    fd = getattr(handle, "inode_lock", None)
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
     handle.close()

@@ -7,6 +7,7 @@ ReaderConfig`, parsed by transformers' ``HfArgumentParser`` (``--time-budget`` a
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -71,12 +72,16 @@ def reranker(ctx: typer.Context) -> None:
         f"training       {tr['steps']} steps, {tr['train_seconds'] / 60:.1f} min, "
         f"{tr['seconds_per_step']} s/step, peak RSS {tr['peak_rss_mib']} MiB"
     )
+    if "skipped" in val:
+        typer.echo(f"validation     skipped: {val['skipped']}")
     for name in ("fused", "reranked"):
-        m = val[name]
-        typer.echo(f"{name:<14} recall@1 {m['recall@1']:.3f}, recall@3 {m['recall@3']:.3f}, "
-                   f"MRR@10 {m['mrr@10']:.3f} (n={m['n']})")  # fmt: skip
-    typer.echo(f"serve it with  kbqa ask ... --reranker {out}/adapter "
-               f"({val['ms_per_question']} ms a question for a pool of {val['pool']})")  # fmt: skip
+        if name in val:
+            m = val[name]
+            typer.echo(f"{name:<14} recall@1 {m['recall@1']:.3f}, recall@3 "
+                       f"{m['recall@3']:.3f}, MRR@10 {m['mrr@10']:.3f} (n={m['n']})")  # fmt: skip
+    cost = (f" ({val['ms_per_question']} ms a question for a pool of {val['pool']})"
+            if val.get("ms_per_question") is not None else "")  # fmt: skip
+    typer.echo(f"serve it with  kbqa ask ... --reranker {out}/adapter{cost}")
 
 
 def _run(role: str, args: list[str]) -> tuple[dict[str, Any], str]:
@@ -91,6 +96,14 @@ def _run(role: str, args: list[str]) -> tuple[dict[str, Any], str]:
         _fail(f"fine-tuning needs the finetune extra: {INSTALL_HINT} ({exc})")
     config = {"verifier": VerifierConfig, "reranker": RerankerConfig}.get(role, ReaderConfig)
     parser = HfArgumentParser(config, prog=f"kbqa finetune {role}")  # type: ignore[arg-type]
+    unused = set(getattr(config, "READER_ONLY", ()))
+    for action in parser._actions:  # argparse has no public way to hide an inherited option
+        if action.dest in unused:
+            action.help = argparse.SUPPRESS
+    given = sorted({flag for word in args for action in parser._actions if action.dest in unused
+                    for flag in action.option_strings if word.split("=")[0] == flag})  # fmt: skip
+    if given:
+        _fail(f"{', '.join(given)}: a reader's setting, which kbqa finetune {role} does not use")
     try:
         (cfg,) = parser.parse_args_into_dataclasses(args=args)
     except ValueError as exc:
@@ -157,12 +170,20 @@ def export(
     base_model: Annotated[
         str, typer.Option(help="The base the checkpoint was trained on.")
     ] = "gemma3-270m",
+    role: Annotated[
+        str,
+        typer.Option(
+            help="reader, verifier or reranker; default: the role of the adapter the "
+            "checkpoint's run exported (OUT/adapter/manifest.json), else reader."
+        ),
+    ] = "",
 ) -> None:
-    """Export a training checkpoint as a llama.cpp adapter (serve it with --reader-adapter)."""
+    """Export a training checkpoint as a llama.cpp adapter (serve a reader with
+    --reader-adapter, a verifier with --verifier-adapter, a reranker with --reranker)."""
     try:
         from kbqa.finetune.export import export_checkpoint
 
-        adapter = export_checkpoint(checkpoint, out, base_model)
+        adapter = export_checkpoint(checkpoint, out, base_model, role)
     except ImportError as exc:
         _fail(f"exporting needs the finetune extra: {INSTALL_HINT} ({exc})")
     except (KBQAError, OSError) as exc:

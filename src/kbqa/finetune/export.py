@@ -301,18 +301,38 @@ def write_adapter(
             out.rmdir()
 
 
-def export_checkpoint(checkpoint: Path, out: Path, base_model: str = "gemma3-270m") -> Path:
+ROLES = ("reader", "verifier", "reranker")
+"""What an adapter is for (its manifest's ``role``; a reader's manifest may leave it out)."""
+
+
+def checkpoint_role(checkpoint: Path) -> str:
+    """The role of the run a checkpoint belongs to: the ``role`` of the adapter that run
+    exported (``OUT/adapter/manifest.json`` beside ``OUT/checkpoints/checkpoint-N``), else
+    ``reader``."""
+    manifest = checkpoint.parent.parent / "adapter" / "manifest.json"
+    try:
+        role = json.loads(manifest.read_text("utf-8")).get("role", "reader")
+    except (OSError, ValueError, AttributeError):
+        return "reader"
+    return role if role in ROLES else "reader"
+
+
+def export_checkpoint(
+    checkpoint: Path, out: Path, base_model: str = "gemma3-270m", role: str = ""
+) -> Path:
     """Export a training checkpoint (``OUT/checkpoints/checkpoint-N``) as an adapter directory,
-    with a manifest naming the checkpoint, its step and its training time. The manifest has no
-    ``serving`` choice (no validation examples here), so the adapter serves with greedy
-    decoding unless ``--abstention-threshold`` is given (``benchmarks/abstention_curve.py``
-    measures the choice).
+    with a manifest naming the checkpoint (its folder name, no machine path), its step, its
+    training time and its ``role`` (``role``, or the run's: :func:`checkpoint_role`). The
+    manifest has no ``serving`` choice (no validation examples here), so a reader serves with
+    greedy decoding unless ``--abstention-threshold`` is given
+    (``benchmarks/abstention_curve.py`` measures the choice).
 
     Raises:
         InputError: ``checkpoint`` holds no peft adapter, its config or ``progress.json`` is
             unreadable or out of range (r a positive integer equal to the tensors' rank,
             lora_alpha finite and > 0), its weights are not finite, ``base_model`` is not a base
-            GGUF, or ``out`` cannot be written. Nothing in ``out`` changes then.
+            GGUF, ``role`` is not one of :data:`ROLES`, or ``out`` cannot be written. Nothing in
+            ``out`` changes then.
     """
     from safetensors import SafetensorError
     from safetensors.torch import load_file
@@ -320,6 +340,9 @@ def export_checkpoint(checkpoint: Path, out: Path, base_model: str = "gemma3-270
     weights, config = checkpoint / "adapter_model.safetensors", checkpoint / "adapter_config.json"
     if not weights.is_file() or not config.is_file():
         raise InputError(f"{checkpoint} holds no LoRA adapter (adapter_model.safetensors)")
+    role = role or checkpoint_role(checkpoint)
+    if role not in ROLES:
+        raise InputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file, not a directory")
     try:
@@ -352,10 +375,11 @@ def export_checkpoint(checkpoint: Path, out: Path, base_model: str = "gemma3-270
     def manifest(adapter: Path) -> dict[str, Any]:
         return {
             "name": out.name,
+            **({"role": role} if role != "reader" else {}),
             "base_model": base_model,
             "base_sha256": base_sha,
             "prompt_style": PROMPT_STYLE,
-            "checkpoint": str(checkpoint.resolve()),
+            "checkpoint": checkpoint.resolve().name,
             "lora": {"r": rank, "alpha": float(alpha)},
             "training": training,
             "adapter_sha256": file_sha256(adapter),

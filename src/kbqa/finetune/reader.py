@@ -49,6 +49,19 @@ DATA_TERMS = (
     "(8,022 questions over 1,675 news and book passages). The data set states no license; it "
     "is used for research with citation. The adapter holds LoRA weights, not the text."
 )
+HAQUE_2020_SHA256 = "59bedfc255cd2f059d74ff9d000980980394cceb08e38904b14dfe04afb5cb7a"
+"""sha256 of ``bn/train/haque2020.qa.jsonl``, the file :data:`DATA_TERMS` describes."""
+
+
+def data_terms(train: Path, sha256: str) -> str:
+    """The training data's terms for the manifest: :data:`DATA_TERMS` for Haque 2020 (known by
+    its sha256), else a note that they are the data set's own."""
+    if sha256 == HAQUE_2020_SHA256:
+        return DATA_TERMS
+    return (
+        f"Trained on {train.name} (sha256 {sha256[:12]}...); its terms are those of that data "
+        "set, which kbqa does not record. The adapter holds LoRA weights, not the text."
+    )
 
 
 def check_inputs(cfg: ReaderConfig) -> None:
@@ -377,6 +390,7 @@ def adapter_manifest(
          if "loss" in h or "train_loss" in h),
         None,
     )  # fmt: skip
+    train_sha = file_sha256(Path(cfg.train))
     return {
         "name": name,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -394,9 +408,9 @@ def adapter_manifest(
             "targets": list(LORA_TARGETS),
         },
         "training_data": {
-            "train": {"file": Path(cfg.train).name, "sha256": file_sha256(Path(cfg.train))},
+            "train": {"file": Path(cfg.train).name, "sha256": train_sha},
             "kb": {"file": Path(cfg.kb).name, "sha256": file_sha256(Path(cfg.kb))},
-            "terms": DATA_TERMS,
+            "terms": data_terms(Path(cfg.train), train_sha),
         },
         "command": portable_command(command),
         "seed": cfg.seed,

@@ -29,8 +29,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from kbqa.answers.language import detect_language
 from kbqa.answers.normalize import answer_in_context
 from kbqa.corpus.chunking import Chunk
 from kbqa.finetune.config import ReaderConfig
@@ -63,6 +64,13 @@ class RerankerConfig(ReaderConfig):
         default=100, metadata={"help": "Held-out questions whose pools are reranked at the end."}
     )
     epochs: float = field(default=1.0, metadata={"help": "Passes over the training pairs."})
+
+    READER_ONLY: ClassVar[tuple[str, ...]] = (
+        "negative_ratio", "redacted_share", "yes_no_ratio", "train_k", "served_share",
+        "paraphrase_share", "k", "max_answer_tokens",
+    )  # fmt: skip
+    """The reader's example settings, which pairs do not use: ``kbqa finetune reranker``
+    hides them from ``--help`` and refuses them."""
 
     def validate(self) -> None:
         """The reader's checks, and ``negatives``, ``pool`` >= 1, ``val_questions`` >= 0."""
@@ -153,7 +161,7 @@ def build_pairs(
                 target=RELEVANT if kind == "yes" else IRRELEVANT,
                 answers=[],
                 question_type="",
-                language="bn",
+                language=detect_language(q.question),
                 context_chunk_ids=[cid],
             )
             stats.count(example)
@@ -193,7 +201,8 @@ def validate_reranker(
     after.
 
     Returns:
-        ``{"fused": rank_metrics, "reranked": rank_metrics, "ms_per_question": median}``.
+        ``{"fused": rank_metrics, "reranked": rank_metrics, "ms_per_question": median,
+        "pool": pool}``.
     """
     fused: list[list[bool]] = []
     reranked: list[list[bool]] = []
@@ -237,6 +246,7 @@ def run_reranker_finetune(cfg: RerankerConfig, command: str | None = None) -> di
 
     from peft import get_peft_model_state_dict
 
+    from kbqa.finetune.checkpoint import check_resumable, examples_fingerprint, read_cursor
     from kbqa.finetune.data import load_training_questions, split_by_document
     from kbqa.finetune.examples import write_examples
     from kbqa.finetune.export import write_adapter
@@ -262,10 +272,16 @@ def run_reranker_finetune(cfg: RerankerConfig, command: str | None = None) -> di
     started = time.perf_counter()
     pairs, stats = build_pairs(questions, chunks, retrieve, splits, negatives=cfg.negatives,
                                pool=cfg.pool)  # fmt: skip
+    resume_from = Path(cfg.resume_from) if cfg.resume_from else None
+    if resume_from is None and cfg.resume:
+        resume_from = last_checkpoint(out)
+    train = [p for p in pairs if p.split == "train"]
+    if resume_from is not None:  # refuse other pairs before examples.jsonl is replaced
+        check_resumable(read_cursor(resume_from), examples_fingerprint(train), len(train),
+                        cfg.batch_size * cfg.grad_accum, resume_from)  # fmt: skip
     write_examples(out / "examples.jsonl", pairs)
     data_meta = {"questions": stats.questions, "usable": stats.usable, "by_kind": stats.by_kind,
                  "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
-    train = [p for p in pairs if p.split == "train"]
     val = [p for p in pairs if p.split == "val"][: cfg.val_examples]
     if not train:
         raise ValueError(
@@ -273,9 +289,6 @@ def run_reranker_finetune(cfg: RerankerConfig, command: str | None = None) -> di
             "answer chunk in their document, none in the training documents"
         )
     model = lora_model(start.model, cfg)
-    resume_from = Path(cfg.resume_from) if cfg.resume_from else None
-    if resume_from is None and cfg.resume:
-        resume_from = last_checkpoint(out)
     result = train_reader(model, start.tokenizer, train, val, cfg, out, resume_from)
     if result.interrupted:
         raise KeyboardInterrupt(f"training interrupted at step {result.steps}")
@@ -285,7 +298,12 @@ def run_reranker_finetune(cfg: RerankerConfig, command: str | None = None) -> di
     def build_manifest(adapter: Path) -> dict[str, Any]:
         scorer = LlamaCppReranker.from_path(start.base_path, adapter,
                                             n_threads=cfg.threads or None)  # fmt: skip
-        validation = validate_reranker(scorer, held_out, chunks, retrieve, cfg.pool)
+        validation = (
+            validate_reranker(scorer, held_out, chunks, retrieve, cfg.pool)
+            if held_out
+            else {"skipped": "no held-out question (--val-questions 0, or no validation "
+                  "document)", "pool": cfg.pool}
+        )  # fmt: skip
         manifest = adapter_manifest(cfg, out.name, start.base_path, start.base_sha, adapter,
                                     start.command, data_meta, result, validation=validation,
                                     serving={"rerank_pool": cfg.pool})  # fmt: skip

@@ -266,7 +266,7 @@ def train_reader(
     ``cfg.checkpoint_copy``).
 
     Raises:
-        ValueError: A training example does not fit ``cfg.n_ctx``, or none is left to train.
+        ValueError: A training example does not fit ``cfg.n_ctx``.
         InputError: ``resume_from`` cannot be resumed with these examples and settings.
     """
     import torch
@@ -287,8 +287,20 @@ def train_reader(
     steps = (len(order) - cursor.consumed) // per_step
     if cfg.max_steps > 0:
         steps = min(steps, cfg.max_steps - cursor.step)
-    if steps <= 0:
-        raise ValueError(f"nothing left to train: step {cursor.step} of {len(order) // per_step}")
+    if steps <= 0:  # a finished run resumed (to export it again), or --max-steps reached
+        log.warning("nothing left to train at step %d of %d: the checkpoint's weights are kept",
+                    cursor.step, len(order) // per_step)  # fmt: skip
+        return TrainResult(
+            steps=cursor.step,
+            train_seconds=cursor.elapsed_seconds,
+            seconds_per_step=cursor.elapsed_seconds / max(cursor.step, 1),
+            examples_seen=cursor.consumed,
+            interrupted=False,
+            stopped_by_budget=False,
+            eval_loss=None,
+            log_history=[*cursor.log_history],
+            finished=cursor.consumed + per_step > len(order),
+        )
     session = [encoded[i] for i in order[cursor.consumed : cursor.consumed + steps * per_step]]
     args = TrainingArguments(
         output_dir=str(out / "checkpoints"),

@@ -288,7 +288,8 @@ def resolve_adapter(name: str, adapter: str = "") -> tuple[Path, PromptStyle] | 
     with: ``adapter`` when given, else the registered model's shipped one, else None.
 
     Raises:
-        ModelError: The adapter cannot be read or was trained on another base GGUF.
+        ModelError: The adapter cannot be read, was trained on another base GGUF, or is a
+            reranker's (``"role": "reranker"``).
     """
     spec = MODELS.get(name)
     if adapter:
@@ -297,6 +298,11 @@ def resolve_adapter(name: str, adapter: str = "") -> tuple[Path, PromptStyle] | 
         found = load_adapter(str(shipped_adapter(spec.adapter)))
     else:
         return None
+    if found.manifest.get("role") == "reranker":  # scores pairs; it does not write answers
+        raise ModelError(
+            f'{adapter} is a reranker\'s adapter (its {MANIFEST_FILE} has "role": '
+            '"reranker"): serve it with --reranker, not as a reader or verifier'
+        )
     base_sha = spec.sha256 if spec else _file_sha256_cached(str(resolve_model(name)[0]))
     check_base(found, name, base_sha)
     named = MODELS.get(str(found.manifest.get("base_model", "")))

@@ -105,31 +105,57 @@ class LlamaCppReranker:
         return float(logits[self._yes])
 
 
+def reranker_dir_problem(path: str | Path) -> str | None:
+    """Why ``path`` is not a reranker directory (None when it is one): not a directory, no
+    ``manifest.json``, a manifest that is not a JSON object, or another ``role``."""
+    directory = Path(path)
+    manifest = directory / MANIFEST
+    if not directory.is_dir():
+        return "no such directory" if not directory.exists() else "not a directory"
+    try:
+        data = json.loads(manifest.read_text("utf-8"))
+    except FileNotFoundError:
+        return f"it has no {MANIFEST}"
+    except (OSError, ValueError) as exc:
+        return f"its {MANIFEST} does not read as JSON ({exc})"
+    if not isinstance(data, dict):
+        return f"its {MANIFEST} is not a JSON object"
+    role = data.get("role", "reader")
+    if role != ROLE:
+        return f'its {MANIFEST} has "role": {json.dumps(role)}, not "{ROLE}"'
+    return None
+
+
 def is_reranker_dir(path: str | Path) -> bool:
     """``path`` is a directory whose ``manifest.json`` says ``"role": "reranker"``."""
-    manifest = Path(path) / MANIFEST
-    try:
-        return bool(json.loads(manifest.read_text("utf-8")).get("role") == ROLE)
-    except (OSError, ValueError, AttributeError):
-        return False
+    return reranker_dir_problem(path) is None
 
 
 def load_llm_reranker(path: str | Path, n_threads: int | None = None) -> LlamaCppReranker:
     """The reranker an adapter directory of ``kbqa finetune reranker`` describes: its base model
     (the manifest's ``base_model``, resolved as ``--model`` resolves names) and ``adapter.gguf``.
 
+    Args:
+        path: The adapter directory.
+        n_threads: llama.cpp threads (None: its default).
+
     Raises:
-        ModelError: Not a reranker directory, or its base or adapter does not load.
+        ModelError: Not a reranker directory (the reason named), a base model the manifest
+            names that cannot be resolved (the manifest named), or files that do not load.
     """
     from kbqa.llm.lora import ADAPTER_FILE, load_adapter
     from kbqa.llm.models import resolve_model
 
     directory = Path(path)
-    if not is_reranker_dir(directory):
+    if problem := reranker_dir_problem(directory):
         raise ModelError(
-            f"{path} is not a reranker: a directory from `kbqa finetune reranker` holds "
-            f'{ADAPTER_FILE} and a {MANIFEST} with "role": "{ROLE}"'
+            f"{path} is not a reranker ({problem}): a directory from `kbqa finetune reranker` "
+            f'holds {ADAPTER_FILE} and a {MANIFEST} with "role": "{ROLE}"'
         )
     adapter = load_adapter(str(directory))
-    base, _ = resolve_model(str(adapter.manifest.get("base_model", "gemma3-270m")))
+    base_name = str(adapter.manifest.get("base_model", "gemma3-270m"))
+    try:
+        base, _ = resolve_model(base_name)
+    except ModelError as exc:
+        raise ModelError(f"{directory / MANIFEST} names base_model {base_name!r}: {exc}") from None
     return LlamaCppReranker.from_path(base, adapter.path, n_threads=n_threads)

@@ -13,23 +13,31 @@ from kbqa.answers.followup import topic_title
 from kbqa.answers.snap import ground_answer, snap_to_context, snap_to_span
 from kbqa.context import Context
 from kbqa.nodes.common import chunks_of, context_of, visited
+from kbqa.prompts import Passage
 from kbqa.state import State, Turn
+from kbqa.text import visible_text
+
+
+def readable(text: str) -> str:
+    """A passage's text as the reader read it (:class:`~kbqa.prompts.answer.Passage`)."""
+    return Passage("", text).text
 
 
 def answer_passages(state: State, ctx: Context) -> list[str]:
-    """The texts the answer was read from: web snippets for ``web_search``, else the prompt's
-    chunks (``context_chunk_ids`` of the ``context_index`` sub-index: the precision one after
-    fallback); ``[]`` when the index cannot be opened."""
+    """The texts the answer was read from, as the reader read them (:func:`readable`): web
+    snippets for ``web_search``, else the prompt's chunks (``context_chunk_ids`` of the
+    ``context_index`` sub-index: the precision one after fallback); ``[]`` when the index
+    cannot be opened."""
     by = state.get("answered_by", "")
     if by == "web_search":
-        return [r.get("snippet", "") for r in state.get("web_results", [])]
+        return [readable(r.get("snippet", "")) for r in state.get("web_results", [])]
     try:
         sub_index = state.get("context_index") or None
         chunks = chunks_of(ctx, sub_index)
         ids = state.get("context_chunk_ids", [])
         if not ids and sub_index is None:
             ids = [r["chunk_id"] for r in state.get("retrieved", [])]
-        return [chunks[i].text for i in ids if 0 <= i < len(chunks)]
+        return [readable(chunks[i].text) for i in ids if 0 <= i < len(chunks)]
     except Exception:  # no index (a graph run on state alone): nothing to snap to
         return []
 
@@ -49,7 +57,7 @@ def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if not abstained:
         titles = [s["title"] for s in state.get("sources", []) if s.get("title")]
         qtype = state.get("question_type", "other")
-        answer = postprocess(answer, qtype, titles, state.get("language"))
+        answer = visible_text(postprocess(answer, qtype, titles, state.get("language")))
         passages = answer_passages(state, ctx)
         if ctx.grounding_mode == "snap" and answer.lower() not in YES_NO_IN["en"]:
             answer = snap_to_span(answer, passages)

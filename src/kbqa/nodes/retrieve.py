@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -19,16 +20,18 @@ log = logging.getLogger("kbqa.retrieve")
 
 def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """First-pass retrieval with ``k`` chunks; ``retrieval_mode`` says whether dense vectors
-    took part (:attr:`~kbqa.retrieval.retriever.Retriever.mode`). With ``use_llm`` on, the
-    reader is loaded here (once per process), and a reader that cannot be loaded (a missing
-    package, a missing file) is recorded in ``llm_error``, so the router sends the question to
-    the extractor."""
+    took part (:attr:`~kbqa.retrieval.retriever.Retriever.mode`) and which reranker ran. With
+    ``use_llm`` on, the reader is loaded here (once per process), and a reader that cannot be
+    loaded (a missing package, a missing file) is recorded in ``llm_error``, so the router
+    sends the question to the extractor."""
     started = time.perf_counter()
     ctx = context_of(runtime)
     retrieved = retrieve_records(state["question"], ctx.k, ctx)
     mode = retriever_for(ctx).mode
     if mode == "bm25 (dense pending)":
         log.info("%s: dense part not built yet, BM25 alone", ctx.index_dir)
+    if ctx.reranker != "off":  # say which: the records' scores are the reranked ones
+        mode = f"{mode} + rerank ({Path(ctx.reranker).name})"
     update: dict[str, Any] = {"retrieved": retrieved, "retrieval_mode": mode}
     if ctx.use_llm:
         try:

@@ -11,7 +11,7 @@ The question comes first, so the pairs of one question share the prefix
 
 from __future__ import annotations
 
-from kbqa.text import strip_format_chars
+from kbqa.text import visible_text
 
 RERANK_INSTRUCTION = (
     "Given a query A and a passage B, determine whether the passage contains an answer to the "
@@ -30,12 +30,12 @@ MAX_PASSAGE_CHARS = 1200
 def render_rerank_prefix(question: str) -> str:
     """The part of every pair's prompt that depends on the question alone (ends in a newline,
     where llama.cpp's and Hugging Face's tokenizers both split)."""
-    return f"A: {strip_format_chars(question).strip()}\n"
+    return f"A: {visible_text(question).strip()}\n"
 
 
 def render_rerank_prompt(question: str, title: str, passage: str) -> str:
     """The whole prompt of one pair: the prefix, ``B:`` with the passage's title and text, and
     the instruction. The answer follows after a space (``" Yes"`` / ``" No"``)."""
-    text = strip_format_chars(passage).strip()[:MAX_PASSAGE_CHARS]
-    head = f"{strip_format_chars(title).strip()}\n" if title.strip() else ""
+    text = visible_text(passage).strip()[:MAX_PASSAGE_CHARS]
+    head = f"{visible_text(title).strip()}\n" if title.strip() else ""
     return f"{render_rerank_prefix(question)}B: {head}{text}\n{RERANK_INSTRUCTION}"

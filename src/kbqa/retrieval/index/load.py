@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 from pathlib import Path
 
 from kbqa.corpus.chunking import Chunk
@@ -12,6 +14,9 @@ from kbqa.retrieval.embed_cache import (
 )
 from kbqa.retrieval.index.store import BM25_DIR, CHUNKS, DENSE, FORMAT_VERSION, MANIFEST, ChunkIndex
 from kbqa.retrieval.versions import resolve_index
+from kbqa.text import TEXT_NORMALIZATION
+
+log = logging.getLogger("kbqa.index")
 
 
 def load_index(
@@ -90,6 +95,9 @@ def _load_resolved(
             f"{given}: index format {found} is not {FORMAT_VERSION}{why}; rebuild it: "
             f"`kbqa index KB --out {given}`"
         )
+    normalization = manifest.get("text_normalization")
+    if normalization and normalization != TEXT_NORMALIZATION:  # words mostly match: warn once
+        _warn_normalization(str(given), str(normalization))
     if "indexes" in manifest:
         names = list(manifest["indexes"])
         name = strategy or str(manifest.get("default") or names[0])
@@ -135,3 +143,12 @@ def _load_resolved(
         if c.chunk_id != i or not prev_ok:
             raise IndexLoadError(f"{p}: {CHUNKS} row {i} is inconsistent; rebuild the index")
     return ChunkIndex(path=p, manifest=manifest, chunks=chunks, bm25=bm25, dense=dense)
+
+
+@functools.cache
+def _warn_normalization(index: str, built: str) -> None:
+    log.warning(
+        "%s was built with text normalisation %s, this kbqa uses %s: words written with the "
+        "legacy khanda-ta (ত্ + ZWJ) will not match until it is rebuilt: `kbqa index KB --out %s`",
+        index, built, TEXT_NORMALIZATION, index,
+    )  # fmt: skip

@@ -34,7 +34,7 @@ from typing import Any
 from kbqa.errors import IndexLoadError
 from kbqa.retrieval.index import MANIFEST, ChunkIndex, load_index
 from kbqa.retrieval.milvus.sparse import EMPTY_TERM, check_bm25, document_rows
-from kbqa.retrieval.milvus.uri import MilvusStore, connect
+from kbqa.retrieval.milvus.uri import MilvusStore, connect, held_milvus_log, lite_writer_lock
 from kbqa.retrieval.static import STATIC_DIR
 
 log = logging.getLogger("kbqa.milvus")
@@ -87,18 +87,23 @@ def write_store(
         IndexLoadError: The index cannot be loaded, its dense part is still pending, its BM25
             variant does not fit sparse vectors, a chunk's text is longer than Milvus's VARCHAR
             limit, the store cannot be opened (see :func:`~.uri.connect`), the store exists
-            (without ``replace``) or Milvus refuses a write.
+            (without ``replace``), another ``kbqa index --store`` is writing this Lite store
+            (:func:`~.uri.lite_writer_lock`), or Milvus refuses a write.
+        KeyboardInterrupt: Ctrl-C; the collections being written are dropped, the old ones
+            kept.
     """
     from pymilvus.exceptions import MilvusException
 
     top, indexes = _load_checked(index_dir)
-    client = connect(store, create=True)
-    try:
-        return _write_all(client, store, top, indexes, replace=replace)
-    except MilvusException as exc:
-        raise IndexLoadError(f"{store}: Milvus refused the write: {exc}") from None
-    finally:
-        client.close()
+    with lite_writer_lock(store):
+        client = connect(store, create=True)
+        try:
+            with held_milvus_log():  # its tracebacks; the error below says what failed
+                return _write_all(client, store, top, indexes, replace=replace)
+        except MilvusException as exc:
+            raise IndexLoadError(f"{store}: Milvus refused the write: {exc}") from None
+        finally:
+            client.close()
 
 
 def _load_checked(index_dir: str | Path) -> tuple[dict[str, Any], dict[str, ChunkIndex]]:

@@ -12,9 +12,11 @@ key), never from the URI, so a token does not end up in shell history, logs or m
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,6 +170,62 @@ def _quiet_lite_grpc() -> None:
     logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
 
 
+@contextlib.contextmanager
+def held_milvus_log() -> Iterator[list[logging.LogRecord]]:
+    """Hold back what the ``milvus_lite`` and ``pymilvus`` loggers write while a store opens or
+    is written: a failure is logged with a full traceback before pymilvus raises (``ERROR
+    milvus_lite.server_manager: Failed to start ...``, ``ERROR pymilvus.decorators: ...``); the
+    records are kept for kbqa's one-line error instead."""
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler = Keep()
+    loggers = [logging.getLogger(name) for name in ("milvus_lite", "pymilvus")]
+    saved = [logger.propagate for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.propagate = False
+    try:
+        yield records
+    finally:
+        for logger, propagate in zip(loggers, saved, strict=True):
+            logger.removeHandler(handler)
+            logger.propagate = propagate
+
+
+@contextlib.contextmanager
+def lite_writer_lock(store: MilvusStore) -> Iterator[None]:
+    """Hold an exclusive lock (``.NAME.db.kbqa-write.lock`` beside a Lite store) while one
+    ``kbqa index --store`` writes it: two writers that open a new store at once both get in
+    and collide on its collections. A server store needs none (kbqa does not lock it).
+
+    Raises:
+        IndexLoadError: Another ``kbqa index --store`` is writing the store.
+    """
+    if not store.is_lite:
+        yield
+        return
+    import fcntl
+
+    path = Path(store.uri)
+    lock = path.with_name(f".{path.name}.kbqa-write.lock")
+    with lock.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise IndexLoadError(
+                f"another `kbqa index --store` is writing {store} right now; wait for it to "
+                "finish (or stop it) and run this again"
+            ) from None
+        try:
+            yield
+        finally:
+            lock.unlink(missing_ok=True)
+
+
 def connect(store: MilvusStore, *, create: bool = False) -> Any:
     """A ``pymilvus.MilvusClient`` for ``store``.
 
@@ -194,15 +252,24 @@ def connect(store: MilvusStore, *, create: bool = False) -> Any:
             ) from None
         check_lite_path(store, create=create)
         _quiet_lite_grpc()
-        try:
-            return MilvusClient(uri=store.uri)
-        except Exception as exc:  # pymilvus: ConnectionConfigException "Open local milvus failed"
-            why = getattr(exc, "message", None) or str(exc)
+        with held_milvus_log() as records:
+            try:
+                return MilvusClient(uri=store.uri)
+            except Exception as exc:  # pymilvus: ConnectionConfigException "Open local ..."
+                failure = exc
+        causes = [str(r.exc_info[1]) for r in records if r.exc_info and r.exc_info[1]]
+        if any("holds the lock" in c for c in causes):
             raise IndexLoadError(
-                f"cannot open the Milvus Lite store {store.uri} ({why}): is it a Milvus Lite "
-                "store, is its folder writable, and is no other process using it? A Lite store "
-                "serves one process at a time; for several, use a Milvus server (docs/milvus.md)"
+                f"the Milvus Lite store {store.uri} is open in another process (a `kbqa index` "
+                "writing it, or a `kbqa ask`/`chat` reading it): a Lite store serves one "
+                "process at a time; wait for that one, or use a Milvus server (docs/milvus.md)"
             ) from None
+        why = "; ".join(causes) or getattr(failure, "message", None) or str(failure)
+        raise IndexLoadError(
+            f"cannot open the Milvus Lite store {store.uri} ({why}): is it a Milvus Lite "
+            "store, is its folder writable, and is no other process using it? A Lite store "
+            "serves one process at a time; for several, use a Milvus server (docs/milvus.md)"
+        ) from None
     try:
         return MilvusClient(uri=store.uri, token=os.environ.get(TOKEN_ENV, ""))
     except Exception as exc:  # pymilvus raises MilvusException or grpc errors

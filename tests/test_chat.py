@@ -37,11 +37,12 @@ def spawn(index: Path, db: Path, *extra: str, model: str) -> pexpect.spawn:
 
 
 def thread_of(child: pexpect.spawn, db: Path | None = None) -> str:
-    # the banner's resume command names the same index and thread store
-    child.expect(r"resume it with: \S*kbqa chat --index \S+ --thread (\w+) --db (\S+)\r?\n")
+    # the banner's resume command names the same index, settings and thread store
+    child.expect(r"resume it with: \S*kbqa chat --index \S+ (.*?)--thread (\w+) --db (\S+)\r?\n")
+    assert "--embedder fake/hash" in child.match.group(1)  # a setting that is not the default
     if db is not None:
-        assert child.match.group(2) == str(db)
-    return str(child.match.group(1))
+        assert child.match.group(3) == str(db)
+    return str(child.match.group(2))
 
 
 def test_a_conversation_with_a_followup_then_resumed(both_index: Path, tmp_path: Path) -> None:
@@ -333,7 +334,7 @@ def test_a_thread_held_through_one_name_is_held_through_a_hard_link(tmp_path: Pa
     for link in (tmp_path / "real" / "same-folder.sqlite", tmp_path / "elsewhere" / "c.sqlite"):
         os.link(db, link)
         held = threads.lock_thread(db, "t")
-        with pytest.raises(ValueError, match="open in another kbqa chat .*another name"):
+        with pytest.raises(ValueError, match=r"open in another kbqa chat .*another name"):
             threads.lock_thread(link, "t")
         other = threads.lock_thread(link, "another-thread")  # other threads stay free
         threads.release_thread(other)

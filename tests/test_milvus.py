@@ -399,7 +399,7 @@ def test_a_second_writer_of_a_lite_store_is_refused_before_it_opens_it(
     from kbqa.retrieval.milvus.uri import lite_writer_lock
 
     store = parse_store_uri(f"milvus://{tmp_path / 'kb.db'}")
-    with lite_writer_lock(store), pytest.raises(IndexLoadError, match="is writing .* right now"):
+    with lite_writer_lock(store), pytest.raises(IndexLoadError, match=r"is writing .* right now"):
         write_store(tiny_index, store)
     assert not (tmp_path / "kb.db").exists()  # refused before Milvus Lite made the store
     assert write_store(tiny_index, store) == {"coverage": 12}  # released

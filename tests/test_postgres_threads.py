@@ -162,7 +162,7 @@ def test_two_concurrent_chats_keep_their_own_threads_across_restarts(
     second = _spawn(both_index, pg_db, model="fake/script:" + "|".join(THREAD_B.values()))
     threads = []
     for child in (first, second):
-        child.expect(r"resume it with: \S*kbqa chat --index \S+ --thread (\w+) --db \S+\r?\n")
+        child.expect(r"resume it with: \S*kbqa chat --index \S+ .*?--thread (\w+) --db \S+\r?\n")
         threads.append(str(child.match.group(1)))
         child.expect(PROMPT)
     a, b = threads

@@ -136,7 +136,9 @@ class Context:
         metadata={
             "description": "Rerank the fused pool before reading: off; lexical (each chunk "
             "scored by its best sentence, BM25 with the index's IDF); or a directory from "
-            "`kbqa finetune reranker` (an LLM cross-encoder in llama.cpp). Off by default: "
+            "`kbqa finetune reranker` (an LLM cross-encoder in llama.cpp); or hf:PATH_OR_NAME, a "
+            "cross-encoder such as bge-reranker-v2-m3 from a folder or the Hugging Face cache "
+            "(sentence-transformers; nothing is downloaded). Off by default: "
             "lexical did not raise the answer-in-context share on both BanglaRQA samples "
             "(docs/retrieval.md)."
         },
@@ -315,7 +317,9 @@ class Context:
             raise ValueError(
                 f"abstention_threshold must be in [0, 1], got {self.abstention_threshold!r}"
             )
-        if self.reranker not in RERANKERS:
+        if self.reranker == "hf:":
+            raise ValueError("reranker hf: needs a cross-encoder: hf:PATH_OR_NAME")
+        if self.reranker not in RERANKERS and not self.reranker.startswith("hf:"):
             from kbqa.llm.rerank import reranker_dir_problem
 
             if problem := reranker_dir_problem(self.reranker):

@@ -46,7 +46,9 @@ def index(
             "minute for 25,000 chunks; recalls as well as BM25 + e5 on BanglaRQA and XQuAD). "
             "e5: multilingual-e5-small on every chunk (about 3 chunks/s on 2 cores: hours for a "
             "large knowledge base; use --dense later). static: a word table distilled from e5 "
-            "(minutes; measured no better than none)."
+            "(minutes; measured no better than none). hf:PATH_OR_NAME: a sentence-transformers "
+            "model from a folder or the Hugging Face cache (hf:minilm: all-MiniLM-L6-v2, "
+            "English; the hf extra)."
         ),
     ] = "none",
     dense: Annotated[
@@ -117,7 +119,7 @@ def index(
     from kbqa.corpus.strategies import STRATEGIES, get_strategy
 
     if scheme := re.match(r"[A-Za-z][A-Za-z0-9+.-]*:(?=/)", str(out)):  # not a folder "milvus:"
-        uri = f"{scheme.group(0)}//{str(out)[scheme.end():]}"  # the "//" a Path folds away
+        uri = f"{scheme.group(0)}//{str(out)[scheme.end() :]}"  # the "//" a Path folds away
         fail(
             f"--out {uri} is a URI: --out is the local index folder; to write the index into "
             f"Milvus too, add --store (for example --out index/kb --store {uri})"

@@ -27,6 +27,7 @@ import numpy as np
 
 from kbqa.errors import InputError
 from kbqa.finetune.examples import PROMPT_STYLE
+from kbqa.finetune.portable import portable_path
 from kbqa.llm.cache import file_sha256
 from kbqa.llm.lora import ADAPTER_FILE, KV_BASE_SHA256, KV_PROMPT_STYLE, MANIFEST_FILE
 from kbqa.llm.models import MODELS, resolve_model
@@ -376,7 +377,7 @@ def export_checkpoint(
         return {
             "name": out.name,
             **({"role": role} if role != "reader" else {}),
-            "base_model": base_model,
+            "base_model": portable_path(base_model),  # a name, or a GGUF's file name
             "base_sha256": base_sha,
             "prompt_style": PROMPT_STYLE,
             "checkpoint": checkpoint.resolve().name,

@@ -65,4 +65,4 @@ def without_prompt_like(text: str) -> str:
     if not (INSTRUCTION.search(text) or _FIELD_INSIDE.search(text)):
         return text  # the usual case: the text as it was, spacing and all
     kept = [s for s in _SENTENCE.split(text) if s.strip() and not is_prompt_like(s)]
-    return _FIELD_INSIDE.sub(r"\1 -", " ".join(s.strip() for s in kept))
+    return str(_FIELD_INSIDE.sub(r"\1 -", " ".join(s.strip() for s in kept)))

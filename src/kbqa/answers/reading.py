@@ -17,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from kbqa.answers.abstention import settled_abstention
+from kbqa.answers.vocabulary import YES_NO_ANSWERS
 from kbqa.context import Context
 from kbqa.llm.cancel import CANCEL
 from kbqa.prompts import ANSWER_STOP, PLAIN_STYLES, Passage
@@ -24,7 +25,7 @@ from kbqa.prompts.budget import fit_prompt, prompt_budget
 
 log = logging.getLogger("kbqa.generate")
 
-YES_NO_WORDS = {"bn": ("হ্যাঁ", "না"), "en": ("Yes", "No")}
+YES_NO_WORDS = YES_NO_ANSWERS
 """Whole answers a constrained reply may give besides context spans and the abstention phrase."""
 
 

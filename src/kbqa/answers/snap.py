@@ -14,6 +14,7 @@ from difflib import SequenceMatcher
 import regex
 
 from kbqa.answers.normalize import normalize_answer
+from kbqa.answers.vocabulary import EDGE, YES_NO_FORMS
 
 MIN_SNAP_RATIO = 0.6
 """An answer is replaced by a context span only when their character similarity reaches this;
@@ -21,7 +22,7 @@ below it the answer is left as the model wrote it."""
 MAX_EXTRA_WORDS = 3
 """Spans considered by :func:`snap_to_span` are at most this many words longer than the answer."""
 _WORD = regex.compile(r"\S+")
-_EDGE = " \t\n।.,;:!?\"'“”‘’()[]{}"
+_EDGE = EDGE
 
 
 _WORD_CHAR = regex.compile(r"[\p{L}\p{M}\p{N}]")
@@ -33,7 +34,7 @@ _DEGREE = regex.compile(
 """Degree abbreviations (``PhD``, ``M.S.``, ``BSc``...) at the start of an answer."""
 _ASCII_TO_BENGALI = str.maketrans("0123456789", "০১২৩৪৫৬৭৮৯")
 _BENGALI_TO_ASCII = str.maketrans("০১২৩৪৫৬৭৮৯", "0123456789")
-YES_NO_WORDS = frozenset({"হ্যাঁ", "হ্যা", "না", "yes", "no"})
+YES_NO_WORDS = YES_NO_FORMS
 """Normalised yes/no answers: grounded by the question, not by a passage."""
 MAX_SNAP_CHARS = 60
 """Longer answers are left as the model wrote them."""

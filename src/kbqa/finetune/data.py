@@ -39,6 +39,7 @@ from pathlib import Path
 
 from kbqa.answers.language import detect_language, question_type
 from kbqa.answers.normalize import answer_in_context
+from kbqa.answers.vocabulary import NO, YES
 from kbqa.context import Context
 from kbqa.corpus.loaders import read_jsonl_objects
 from kbqa.errors import InputError
@@ -54,9 +55,6 @@ from kbqa.resources import retriever_for
 from kbqa.state import RetrievedRecord
 
 log = logging.getLogger("kbqa.finetune")
-
-YES = {"bn": "হ্যাঁ", "en": "Yes"}
-NO = {"bn": "না", "en": "No"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,22 +20,13 @@ import typer
 
 from kbqa.cli.app import app, fail
 from kbqa.cli.ask import WEB_SEARCH_OFF, load_models, make_context, reachable
+from kbqa.cli.chat_commands import run_command
 from kbqa.cli.explain import abstention_reason, reader_note
 from kbqa.cli.settings import context_options, option_args
 from kbqa.cli.threads import open_threads
 from kbqa.context import Context
 from kbqa.state import RESET
 from kbqa.text import escape_controls
-
-HELP = """commands:
-  /sources   the passages of the last answer, with the sentence it came from
-  /route     the nodes the last question went through, with seconds per node
-  /k N       retrieve N chunks from now on
-  /model M   answer with model M from now on (a registered name or a .gguf path)
-  /new       start a new thread
-  /history   the questions and answers of this thread
-  /help      this list
-  /quit      leave (or Ctrl-D); Ctrl-C stops an answer being generated"""
 
 STREAMED = ("generate", "verify", "fallback", "web_search")
 """Nodes whose model output is streamed as it is generated."""
@@ -239,72 +229,9 @@ class Session:
         return next((s.strip() for s in sentences(text) if grounded(answer, [s])), "")
 
     def command(self, line: str) -> bool:
-        """Run a slash command; False when the session should end."""
-        name, _, arg = line.partition(" ")
-        arg = arg.strip()
-        if name in ("/quit", "/exit"):
-            return False
-        if name == "/help":
-            self.say(HELP)
-        elif name == "/sources":
-            self.show_sources()
-        elif name == "/route":
-            timings = self.last.get("timings", [])
-            self.say(" -> ".join(self.last.get("route", [])) or "no question yet")
-            for t in timings:
-                self.say(f"  {t['node']:<17} {t['seconds']:.3f} s")
-        elif name == "/k":
-            self.set(k=arg)
-        elif name == "/model":
-            self.set(model=arg)
-        elif name == "/new":
-            self.thread = uuid.uuid4().hex[:8]
-            self.store.hold(self.thread)
-            self.last = {}
-            self.say(f"new thread {self.thread}")
-        elif name == "/history":
-            turns = self.values().get("history", [])
-            for i, turn in enumerate(turns, start=1):
-                asked = turn.get("asked") or turn["question"]
-                meant = f" (understood as: {turn['question']})" if turn.get("asked") else ""
-                self.say(f"{i}. {asked}{meant}\n   -> {turn['answer']}")
-            if not turns:
-                self.say("no questions in this thread yet")
-        else:
-            self.say(f"unknown command {name}; /help lists them", "red")
-        return True
-
-    def set(self, **change: str) -> None:
-        """Change one setting for the rest of the session, checked like a command-line option."""
-        from kbqa.errors import KBQAError
-
-        (name, value), = change.items()  # fmt: skip
-        try:
-            if name == "k" and not value.strip().isdigit():
-                raise ValueError(f"k must be a positive whole number, got {value!r}")
-            typed: Any = int(value) if name == "k" else value
-            ctx = replace(self.ctx, **{name: typed})
-            if name == "model":
-                load_models_quietly(ctx)
-        except (ValueError, KBQAError) as exc:
-            self.say(f"{name} not changed: {exc}", "red")
-            return
-        self.ctx = ctx
-        self.say(f"{name} = {typed}")
-
-
-def load_models_quietly(ctx: Any) -> None:
-    """Load a newly chosen model now, so a misspelt name is refused at once.
-
-    Raises:
-        ModelError: The name or path cannot load.
-    """
-    from kbqa.errors import ModelError
-    from kbqa.resources import preload
-
-    problem = preload(ctx)
-    if problem:
-        raise ModelError(problem)
+        """Run a slash command (:func:`kbqa.cli.chat_commands.run_command`); False when the
+        session should end."""
+        return run_command(self, line)
 
 
 def read_line(interactive: bool) -> str:

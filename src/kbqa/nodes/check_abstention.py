@@ -5,23 +5,22 @@ on to the cross-check, the verifier, ``fallback`` and ``web_search`` (each when 
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from kbqa.answers.abstention import judge
 from kbqa.context import Context
-from kbqa.nodes.common import chunk_sources, chunks_of, context_of, visited
+from kbqa.nodes.common import chunk_sources, chunks_of, context_of, node
 from kbqa.state import State
 
 
+@node("check_abstention")
 def check_abstention(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Judge ``raw_answer``: set ``answer``, ``abstained``, ``answered_by``, ``sources`` and
     ``reader_answer`` (the same answer, which later stages leave as it is; "" when nothing was
     retrieved, so the reader was not asked), and record the stage's answer in
     ``stage_answers``."""
-    started = time.perf_counter()
     ctx = context_of(runtime)
     answer, abstained = judge(
         state.get("raw_answer", ""), state["question"], ctx.abstention_phrase, ctx.max_answer_chars
@@ -36,5 +35,4 @@ def check_abstention(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             chunks_of(ctx), state.get("retrieved", []), state.get("context_chunk_ids", [])
         ),
         "stage_answers": [{"stage": stage, "answer": answer, "abstained": abstained}],
-        **visited("check_abstention", started),
     }

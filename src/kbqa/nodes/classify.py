@@ -3,7 +3,6 @@ clears the fields of the last one, and a follow-up in a thread is rewritten to s
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -11,11 +10,12 @@ from langgraph.runtime import Runtime
 from kbqa.answers.followup import LastTurn, standalone_question
 from kbqa.answers.language import detect_language, question_type
 from kbqa.context import Context
-from kbqa.nodes.common import visited
+from kbqa.nodes.common import node
 from kbqa.state import RESET, State, per_question_reset
 from kbqa.text import is_blank
 
 
+@node("classify")
 def classify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Set ``language`` and ``question_type``; in a thread with earlier turns, a follow-up
     (``আর তিনি কবে জন্মেছিলেন?``) becomes a standalone ``question``
@@ -25,7 +25,6 @@ def classify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     Raises:
         ValueError: The question is empty or only whitespace.
     """
-    started = time.perf_counter()
     question = state.get("question")
     if not isinstance(question, str) or is_blank(question):
         raise ValueError("question is empty: ask a non-empty question")
@@ -39,7 +38,6 @@ def classify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                  last["question_type"], last["title"]) if last else None,
     )  # fmt: skip
     rewritten = standalone != question
-    done = visited("classify", started, "classify: follow-up rewritten" if rewritten else None)
     return {
         # a new question: every per-question field starts over (a thread may hold an old run)
         **per_question_reset(),
@@ -48,7 +46,8 @@ def classify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "language": language,
         "question_type": question_type(standalone),
         "retries": 0,
-        "route": [RESET, *done["route"]],
-        "timings": [RESET, *done["timings"]],
+        # the lists start over too; @node adds "classify" (and the status) after the RESET
+        "route": [RESET, *(["classify: follow-up rewritten"] if rewritten else [])],
+        "timings": [RESET],
         "stage_answers": [RESET],
     }

@@ -9,7 +9,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from kbqa.answers.reading import Reading, generate_answer
 from kbqa.context import Context
@@ -18,7 +18,7 @@ from kbqa.prompts import Passage
 from kbqa.resources import chat_model_for, reranker_for, retriever_for
 from kbqa.retrieval.rerank import rerank_hits
 from kbqa.retrieval.retriever import RetrievedChunk, pad_hits
-from kbqa.state import RetrievedRecord, Source, State
+from kbqa.state import RESET, RetrievedRecord, Source, State
 
 log = logging.getLogger("kbqa.nodes")
 
@@ -46,30 +46,58 @@ def visited(node: str, started: float, status: str | None = None) -> dict[str, A
     return {"route": route, "timings": [{"node": node, "seconds": time.perf_counter() - started}]}
 
 
-def fail_soft(
-    node: str, status: str, error_field: str | None = None
-) -> Callable[[Callable[..., dict[str, Any]]], Any]:
-    """Decorate a post-processing node (verify, fallback, web_search) so that an error inside it
-    (a model that fails to load or crashes, an index that cannot be read) keeps the answer so
-    far: the node records ``status`` (e.g. ``verify: failed``) on the route, and the error in
-    ``error_field`` when given, and the run goes on.
-    """
+def on_route(text: str | None) -> dict[str, Any]:
+    """A node's status for the route (``generate: no context``), put after the node's name by
+    :func:`node`; ``{}`` for None."""
+    return {} if text is None else {"route": [text]}
 
-    def wrap(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+
+NodeFn = TypeVar("NodeFn", bound=Callable[..., dict[str, Any]])
+
+
+def node(name: str) -> Callable[[NodeFn], NodeFn]:
+    """Decorate a node function: its update gains the route entry (``name``, then the
+    :func:`on_route` it returned, if any) and its wall time under ``timings``. An update whose
+    route starts with :data:`~kbqa.state.RESET` (``classify``: a new question starts the lists
+    over) keeps it first."""
+
+    def wrap(fn: NodeFn) -> NodeFn:
         @functools.wraps(fn)
         def run(state: Any, runtime: Any) -> dict[str, Any]:
             started = time.perf_counter()
+            update = fn(state, runtime)
+            route = list(update.get("route", []))
+            reset = route[:1] if route[:1] == [RESET] else []
+            done = visited(name, started, *route[len(reset) :])
+            return {**update, "route": [*reset, *done["route"]],
+                    "timings": [*reset, *done["timings"]]}  # fmt: skip
+
+        return cast(NodeFn, run)
+
+    return wrap
+
+
+def fail_soft(node: str, failed: str, error_field: str | None = None) -> Callable[[NodeFn], NodeFn]:
+    """Decorate a post-processing node (verify, fallback, web_search; inside :func:`node`) so
+    that an error inside it (a model that fails to load or crashes, an index that cannot be
+    read) keeps the answer so far: the node records ``failed`` (e.g. ``verify: failed``) on
+    the route, and the error in ``error_field`` when given, and the run goes on.
+    """
+
+    def wrap(fn: NodeFn) -> NodeFn:
+        @functools.wraps(fn)
+        def run(state: Any, runtime: Any) -> dict[str, Any]:
             try:
                 return fn(state, runtime)
             except Exception as exc:  # any failure of an optional stage is soft
                 log.warning("%s failed, keeping the answer so far: %s: %s", node,
                             type(exc).__name__, exc)  # fmt: skip
-                update = visited(node, started, status)
+                update = on_route(failed)
                 if error_field:
                     update[error_field] = f"{type(exc).__name__}: {exc}"
                 return update
 
-        return run
+        return cast(NodeFn, run)
 
     return wrap
 

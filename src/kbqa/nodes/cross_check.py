@@ -4,7 +4,6 @@ where the two disagree in ways measured to favour the extractor (the rules and t
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -12,10 +11,11 @@ from langgraph.runtime import Runtime
 from kbqa.answers.cross_check import applies, decide
 from kbqa.answers.extract import extract_answer
 from kbqa.context import Context
-from kbqa.nodes.common import chunk_sources, chunks_of, context_of, visited
+from kbqa.nodes.common import chunk_sources, chunks_of, context_of, node, on_route
 from kbqa.state import State
 
 
+@node("cross_check")
 def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Apply the cross-check's rules (:func:`~kbqa.answers.cross_check.decide`) to ``answer``
     (or to a settled abstention) with the extractor's span on ``context_chunk_ids``, where
@@ -30,7 +30,6 @@ def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ``cross_check: agrees, extractor's span``, ``cross_check: answered``,
     ``cross_check: kept abstention``, ``cross_check: no span`` or
     ``cross_check: skipped (LANG)``."""
-    started = time.perf_counter()
     ctx = context_of(runtime)
     answer = state.get("answer", "")
     abstained = bool(state.get("abstained"))
@@ -66,5 +65,5 @@ def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return {
         **update,
         "stage_answers": [{"stage": "cross_check", "answer": answer, "abstained": abstained}],
-        **visited("cross_check", started, status),
+        **on_route(status),
     }

@@ -3,21 +3,20 @@ RAG seed's pattern extractor); the graph's reader when no LLM is available or it
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from kbqa.answers.extract import extract_answer
 from kbqa.context import Context
-from kbqa.nodes.common import chunk_sources, chunks_of, context_of, visited
+from kbqa.nodes.common import chunk_sources, chunks_of, context_of, node
 from kbqa.state import State
 
 
+@node("extract")
 def extract(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Answer from ``retrieved`` with :func:`~kbqa.answers.extract.extract_answer`; abstain when
     nothing matches."""
-    started = time.perf_counter()
     ctx = context_of(runtime)
     chunks = chunks_of(ctx)
     records = state.get("retrieved", [])
@@ -41,5 +40,4 @@ def extract(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "stage_answers": [
             {"stage": "extract", "answer": answer or ctx.abstention_phrase, "abstained": not answer}
         ],
-        **visited("extract", started),
     }

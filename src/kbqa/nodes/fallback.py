@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -25,8 +24,9 @@ from kbqa.nodes.common import (
     chunks_of,
     context_of,
     fail_soft,
+    node,
+    on_route,
     retrieve_records,
-    visited,
 )
 from kbqa.resources import has_strategy_at
 from kbqa.state import State
@@ -43,17 +43,17 @@ def _has_precision(index_dir: str) -> bool:
 log = logging.getLogger("kbqa.fallback")
 
 
+@node("fallback")
 @fail_soft("fallback", "fallback: failed")
 def fallback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Retrieve ``k`` chunks from the precision index and answer with the precision prompt;
     set ``fallback_answer``, and ``context_chunk_ids`` (precision chunk ids) with
     ``context_index="precision"``; on an answer, ``answer``, ``abstained=False``,
     ``answered_by="fallback"`` and ``sources``."""
-    started = time.perf_counter()
     ctx = context_of(runtime)
     if ctx.retriever is not None or not _has_precision(ctx.index_dir):
         # a retriever handed in has no precision sub-index of its own
-        return visited("fallback", started, "fallback: unavailable")
+        return on_route("fallback: unavailable")
     chunks = chunks_of(ctx, PRECISION)  # a broken one: "fallback: failed"
     records = retrieve_records(state["question"], ctx.k, ctx, PRECISION)
     raw, kept, *_ = answer_state(state, ctx, chunk_passages(chunks, records), PRECISION)
@@ -65,7 +65,6 @@ def fallback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "context_chunk_ids": given,
         "context_index": PRECISION,
         "stage_answers": [{"stage": "fallback", "answer": answer, "abstained": abstained}],
-        **visited("fallback", started),
     }
     if not abstained:
         update |= {

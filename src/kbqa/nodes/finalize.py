@@ -3,7 +3,6 @@ abstention phrase."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -12,7 +11,7 @@ from kbqa.answers.cleanup import YES_NO_IN, postprocess
 from kbqa.answers.followup import topic_title
 from kbqa.answers.snap import ground_answer, snap_to_context, snap_to_span
 from kbqa.context import Context
-from kbqa.nodes.common import chunks_of, context_of, visited
+from kbqa.nodes.common import chunks_of, context_of, node, on_route
 from kbqa.prompts import Passage
 from kbqa.state import State, Turn
 from kbqa.text import visible_text
@@ -42,6 +41,7 @@ def answer_passages(state: State, ctx: Context) -> list[str]:
         return []
 
 
+@node("finalize")
 def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Post-process the answer (:func:`~kbqa.answers.cleanup.postprocess`; with
     ``grounding="snap"`` the closest context span, :func:`~kbqa.answers.snap.snap_to_span`; then
@@ -49,7 +49,6 @@ def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     question's language (:meth:`~kbqa.context.Context.abstention_for`). An answer that no
     passage it was read from holds (:func:`~kbqa.answers.snap.ground_answer`) becomes the
     abstention, and the route records ``finalize: ungrounded``."""
-    started = time.perf_counter()
     ctx = context_of(runtime)
     status = None
     answer = state.get("answer", "")
@@ -82,5 +81,5 @@ def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "abstained": abstained,
         # a final abstention was produced by no stage: attribution counts it apart
         "answered_by": "abstained" if abstained else state.get("answered_by", "generate"),
-        **visited("finalize", started, status),
+        **on_route(status),
     }

@@ -5,18 +5,18 @@ generation stopped once it is settled as an abstention)."""
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
-from kbqa.nodes.common import answer_state, chunk_passages, chunks_of, context_of, visited
+from kbqa.nodes.common import answer_state, chunk_passages, chunks_of, context_of, node, on_route
 from kbqa.state import State
 
 log = logging.getLogger("kbqa.generate")
 
 
+@node("generate")
 def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Answer from ``retrieved``; sets ``raw_answer``, ``context_chunk_ids`` and, on the first
     reading, ``abstention_probability`` and ``abstention_threshold``
@@ -27,13 +27,12 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     Raises:
         ValueError: The question alone does not fit the context window (the caller's to fix).
     """
-    started = time.perf_counter()
     ctx = context_of(runtime)
     records = state.get("retrieved", [])
     passages = chunk_passages(chunks_of(ctx), records)
     if not passages:  # nothing retrieved: nothing to read, so nothing to ask the reader
         return {"raw_answer": ctx.abstention_phrase, "context_chunk_ids": [],
-                **visited("generate", started, "generate: no context")}  # fmt: skip
+                **on_route("generate: no context")}  # fmt: skip
     try:
         reading = answer_state(state, ctx, passages)
         raw, kept = reading.raw, reading.kept
@@ -42,11 +41,10 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     except Exception as exc:  # the model failed at run time: the extractor answers instead
         log.warning("LLM failed, answering with the pattern extractor: %s: %s",
                     type(exc).__name__, exc)  # fmt: skip
-        return {"llm_error": f"{type(exc).__name__}: {exc}", **visited("generate", started)}
+        return {"llm_error": f"{type(exc).__name__}: {exc}"}
     update: dict[str, Any] = {
         "raw_answer": raw,
         "context_chunk_ids": [records[i]["chunk_id"] for i in kept],
-        **visited("generate", started),
     }
     if not state.get("retries"):  # the first reading's: what an abstention threshold decides
         update["abstention_probability"] = reading.abstention_probability

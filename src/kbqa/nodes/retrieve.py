@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -11,20 +10,20 @@ from langgraph.runtime import Runtime
 
 from kbqa.context import Context
 from kbqa.errors import ModelError
-from kbqa.nodes.common import context_of, retrieve_records, visited
+from kbqa.nodes.common import context_of, node, retrieve_records
 from kbqa.resources import chat_model_for, retriever_for
 from kbqa.state import State
 
 log = logging.getLogger("kbqa.retrieve")
 
 
+@node("retrieve")
 def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """First-pass retrieval with ``k`` chunks; ``retrieval_mode`` says whether dense vectors
     took part (:attr:`~kbqa.retrieval.retriever.Retriever.mode`) and which reranker ran. With
     ``use_llm`` on, the reader is loaded here (once per process), and a reader that cannot be
     loaded (a missing package, a missing file) is recorded in ``llm_error``, so the router
     sends the question to the extractor."""
-    started = time.perf_counter()
     ctx = context_of(runtime)
     retrieved = retrieve_records(state["question"], ctx.k, ctx)
     mode = retriever_for(ctx).mode
@@ -39,4 +38,4 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         except ModelError as exc:
             log.info("LLM unavailable, answering with the pattern extractor: %s", exc)
             update["llm_error"] = f"{type(exc).__name__}: {exc}"
-    return update | visited("retrieve", started)
+    return update

@@ -3,7 +3,6 @@ the passages the reader has not read yet first (``retry_unread_first``)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection
 from itertools import groupby
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context
-from kbqa.nodes.common import context_of, retrieve_records, visited
+from kbqa.nodes.common import context_of, node, retrieve_records
 from kbqa.state import RetrievedRecord, State
 
 
@@ -29,11 +28,11 @@ def unread_first(records: list[RetrievedRecord], read: Collection[int]) -> list[
     return [{**r, "rank": rank} for rank, g in enumerate(unread + done, start=1) for r in g]
 
 
+@node("retry")
 def retry(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Increment ``retries`` and replace ``retrieved`` with the top ``retry_k`` chunks; with
     ``retry_unread_first`` (the default), the hits missing from ``context_chunk_ids`` (what the
     reader has just read) come first (:func:`unread_first`)."""
-    started = time.perf_counter()
     ctx = context_of(runtime)
     records = retrieve_records(state["question"], ctx.retry_k, ctx)
     if ctx.retry_unread_first:
@@ -41,5 +40,4 @@ def retry(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return {
         "retries": state.get("retries", 0) + 1,
         "retrieved": records,
-        **visited("retry", started),
     }

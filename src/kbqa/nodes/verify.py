@@ -9,7 +9,6 @@ when it found a typed one (an email, a date...), is shown as a second candidate.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -18,7 +17,7 @@ from kbqa.answers.abstention import judge
 from kbqa.answers.extract import typed_hint
 from kbqa.answers.verification import apply_verification
 from kbqa.context import Context
-from kbqa.nodes.common import chunks_of, context_of, fail_soft, visited
+from kbqa.nodes.common import chunks_of, context_of, fail_soft, node, on_route
 from kbqa.prompts import ANSWER_STOP, PLAIN_STYLES, Passage
 from kbqa.prompts.budget import prompt_budget
 from kbqa.prompts.verify import fit_verify_prompt
@@ -26,6 +25,7 @@ from kbqa.resources import verifier_for
 from kbqa.state import State
 
 
+@node("verify")
 @fail_soft("verify", "verify: failed")
 def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Set ``verified_answer`` (the verifier's own reply) and ``verify_changed``; on a change,
@@ -36,7 +36,6 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     own tokens (:func:`~kbqa.prompts.verify.fit_verify_prompt`). A correction is taken only when it
     is :func:`~kbqa.answers.snap.grounded` in the passages shown; otherwise the candidate stays
     and the route records ``verify: ungrounded``."""
-    started = time.perf_counter()
     ctx = context_of(runtime)
     chunks = chunks_of(ctx)
     given = state.get("context_chunk_ids", [])
@@ -83,7 +82,7 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "verified_answer": verified,
         "verify_changed": changed,
         "stage_answers": [{"stage": "verify", "answer": answer, "abstained": abstained}],
-        **visited("verify", started, verdict.status),
+        **on_route(verdict.status),
     }
     if changed:
         update |= {

@@ -10,7 +10,6 @@ route records ``web: unavailable`` and the abstention stands.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -19,7 +18,7 @@ from kbqa.answers.abstention import judge
 from kbqa.answers.snap import ground_answer
 from kbqa.answers.web_query import web_query
 from kbqa.context import Context
-from kbqa.nodes.common import answer_state, context_of, fail_soft, visited
+from kbqa.nodes.common import answer_state, context_of, fail_soft, node, on_route
 from kbqa.prompts import Passage
 from kbqa.retrieval.web import WebSearchError, load_web_search
 from kbqa.state import Source, State
@@ -27,13 +26,13 @@ from kbqa.state import Source, State
 log = logging.getLogger("kbqa.web")
 
 
+@node("web_search")
 @fail_soft("web_search", "web: failed", "web_error")
 def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Search, then answer from the snippets; set ``web_query`` and ``web_results``, and on an
     answer ``answer``, ``abstained=False``, ``answered_by="web_search"`` and URL ``sources``. An
     answer no snippet holds (:func:`~kbqa.answers.snap.ground_answer`) is not taken: the route
     records ``web: ungrounded`` and the abstention stands."""
-    started = time.perf_counter()
     ctx = context_of(runtime)
     query = web_query(state["question"])
     try:
@@ -43,12 +42,12 @@ def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         results = engine.search(query, ctx.web_max_results, ctx.web_timeout)
     except WebSearchError as exc:
         log.info("web search failed: %s", exc)
-        return {"web_query": query, "web_results": [], "web_error": str(exc)} | visited(
-            "web_search", started, "web: unavailable"
+        return {"web_query": query, "web_results": [], "web_error": str(exc)} | on_route(
+            "web: unavailable"
         )
     update: dict[str, Any] = {"web_query": query, "web_results": results}
     if not results:
-        return update | visited("web_search", started, "web: no results")
+        return update | on_route("web: no results")
     passages = [(i, Passage(r["title"], r["snippet"])) for i, r in enumerate(results, start=1)]
     raw, kept, *_ = answer_state(state, ctx, passages, "web")
     answer, abstained = judge(raw, state["question"], ctx.abstention_phrase, ctx.max_answer_chars)
@@ -70,4 +69,4 @@ def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             "raw_answer": raw,
             "sources": sources,
         }
-    return update | visited("web_search", started, status)
+    return update | on_route(status)

@@ -9,9 +9,15 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kbqa.answers.abstention import judge
 from kbqa.context import Context
-from kbqa.nodes.common import chunk_sources, chunks_of, context_of, node
+from kbqa.nodes.common import (
+    chunk_sources,
+    chunks_of,
+    context_of,
+    judged,
+    node,
+    stage_answer,
+)
 from kbqa.state import State
 
 
@@ -22,9 +28,7 @@ def check_abstention(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     retrieved, so the reader was not asked), and record the stage's answer in
     ``stage_answers``."""
     ctx = context_of(runtime)
-    answer, abstained = judge(
-        state.get("raw_answer", ""), state["question"], ctx.abstention_phrase, ctx.max_answer_chars
-    )
+    answer, abstained = judged(state.get("raw_answer", ""), state, ctx)
     stage = "retry" if state.get("retries", 0) > 0 else "generate"
     return {
         "answer": answer,
@@ -34,5 +38,5 @@ def check_abstention(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "sources": chunk_sources(
             chunks_of(ctx), state.get("retrieved", []), state.get("context_chunk_ids", [])
         ),
-        "stage_answers": [{"stage": stage, "answer": answer, "abstained": abstained}],
+        **stage_answer(stage, answer, abstained),
     }

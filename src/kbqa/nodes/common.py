@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar, cast
 
+from kbqa.answers.abstention import judge
 from kbqa.answers.reading import Reading, generate_answer
 from kbqa.context import Context
 from kbqa.corpus.chunking import Chunk
@@ -50,6 +51,19 @@ def on_route(text: str | None) -> dict[str, Any]:
     """A node's status for the route (``generate: no context``), put after the node's name by
     :func:`node`; ``{}`` for None."""
     return {} if text is None else {"route": [text]}
+
+
+def judged(raw: str, state: Any, ctx: Context) -> tuple[str, bool]:
+    """A reading's text judged as every answering stage judges it
+    (:func:`~kbqa.answers.abstention.judge`, with the run's abstention phrase and answer
+    length): ``(answer, abstained)``."""
+    return judge(raw, state["question"], ctx.abstention_phrase, ctx.max_answer_chars)
+
+
+def stage_answer(stage: str, answer: str, abstained: bool) -> dict[str, Any]:
+    """The ``stage_answers`` entry an answering stage adds (evaluations attribute the final
+    answer and count what each stage changed from it)."""
+    return {"stage_answers": [{"stage": stage, "answer": answer, "abstained": abstained}]}
 
 
 NodeFn = TypeVar("NodeFn", bound=Callable[..., dict[str, Any]])

@@ -11,7 +11,14 @@ from langgraph.runtime import Runtime
 from kbqa.answers.cross_check import applies, decide
 from kbqa.answers.extract import extract_answer
 from kbqa.context import Context
-from kbqa.nodes.common import chunk_sources, chunks_of, context_of, node, on_route
+from kbqa.nodes.common import (
+    chunk_sources,
+    chunks_of,
+    context_of,
+    node,
+    on_route,
+    stage_answer,
+)
 from kbqa.state import State
 
 
@@ -64,6 +71,6 @@ def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             }
     return {
         **update,
-        "stage_answers": [{"stage": "cross_check", "answer": answer, "abstained": abstained}],
+        **stage_answer("cross_check", answer, abstained),
         **on_route(status),
     }

@@ -15,7 +15,6 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kbqa.answers.abstention import judge
 from kbqa.context import Context
 from kbqa.nodes.common import (
     answer_state,
@@ -24,9 +23,11 @@ from kbqa.nodes.common import (
     chunks_of,
     context_of,
     fail_soft,
+    judged,
     node,
     on_route,
     retrieve_records,
+    stage_answer,
 )
 from kbqa.resources import has_strategy_at
 from kbqa.state import State
@@ -57,14 +58,14 @@ def fallback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     chunks = chunks_of(ctx, PRECISION)  # a broken one: "fallback: failed"
     records = retrieve_records(state["question"], ctx.k, ctx, PRECISION)
     raw, kept, *_ = answer_state(state, ctx, chunk_passages(chunks, records), PRECISION)
-    answer, abstained = judge(raw, state["question"], ctx.abstention_phrase, ctx.max_answer_chars)
+    answer, abstained = judged(raw, state, ctx)
     given = [records[i]["chunk_id"] for i in kept]
     update: dict[str, Any] = {
         "fallback_answer": answer,
         # what the reader read last: the precision sub-index's chunks
         "context_chunk_ids": given,
         "context_index": PRECISION,
-        "stage_answers": [{"stage": "fallback", "answer": answer, "abstained": abstained}],
+        **stage_answer("fallback", answer, abstained),
     }
     if not abstained:
         update |= {

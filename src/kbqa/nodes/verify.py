@@ -13,11 +13,18 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kbqa.answers.abstention import judge
 from kbqa.answers.extract import typed_hint
 from kbqa.answers.verification import apply_verification
 from kbqa.context import Context
-from kbqa.nodes.common import chunks_of, context_of, fail_soft, node, on_route
+from kbqa.nodes.common import (
+    chunks_of,
+    context_of,
+    fail_soft,
+    judged,
+    node,
+    on_route,
+    stage_answer,
+)
 from kbqa.prompts import ANSWER_STOP, PLAIN_STYLES, Passage
 from kbqa.prompts.budget import prompt_budget
 from kbqa.prompts.verify import fit_verify_prompt
@@ -67,9 +74,7 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         max_tokens=ctx.max_verify_tokens,
     )
     raw = str(reply.content)
-    verified, verified_abstained = judge(
-        raw, state["question"], ctx.abstention_phrase, ctx.max_answer_chars
-    )
+    verified, verified_abstained = judged(raw, state, ctx)
     verdict = apply_verification(
         candidate,
         bool(state.get("abstained", True)),
@@ -81,7 +86,7 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     update: dict[str, Any] = {
         "verified_answer": verified,
         "verify_changed": changed,
-        "stage_answers": [{"stage": "verify", "answer": answer, "abstained": abstained}],
+        **stage_answer("verify", answer, abstained),
         **on_route(verdict.status),
     }
     if changed:

@@ -14,11 +14,18 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kbqa.answers.abstention import judge
 from kbqa.answers.snap import ground_answer
 from kbqa.answers.web_query import web_query
 from kbqa.context import Context
-from kbqa.nodes.common import answer_state, context_of, fail_soft, node, on_route
+from kbqa.nodes.common import (
+    answer_state,
+    context_of,
+    fail_soft,
+    judged,
+    node,
+    on_route,
+    stage_answer,
+)
 from kbqa.prompts import Passage
 from kbqa.retrieval.web import WebSearchError, load_web_search
 from kbqa.state import Source, State
@@ -50,12 +57,12 @@ def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         return update | on_route("web: no results")
     passages = [(i, Passage(r["title"], r["snippet"])) for i, r in enumerate(results, start=1)]
     raw, kept, *_ = answer_state(state, ctx, passages, "web")
-    answer, abstained = judge(raw, state["question"], ctx.abstention_phrase, ctx.max_answer_chars)
+    answer, abstained = judged(raw, state, ctx)
     status = None
     if not abstained and not ground_answer(answer, [r["snippet"] for r in results]):
         # the reader's answer must be in the snippets, as a verifier's correction in the context
         answer, abstained, status = ctx.abstention_phrase, True, "web: ungrounded"
-    update["stage_answers"] = [{"stage": "web_search", "answer": answer, "abstained": abstained}]
+    update |= stage_answer("web_search", answer, abstained)
     if not abstained:
         sources: list[Source] = [
             {"doc_id": results[i]["url"], "title": results[i]["title"], "url": results[i]["url"],

@@ -172,9 +172,3 @@ def option_args(settings: dict[str, Any]) -> list[str]:
         elif value is not None:
             args += [decl, str(value)]
     return args
-
-
-def command_options(command: Callable[..., Any]) -> set[str]:
-    """Names of the ``Context`` fields a command has an option for (its parameters of the same
-    name)."""
-    return set(inspect.signature(command).parameters) & set(Context.field_names())

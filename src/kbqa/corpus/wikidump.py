@@ -33,12 +33,6 @@ category tags) and are removed; other links keep their visible text."""
 SKIPPED_TAGS = frozenset({"ref", "references", "gallery", "math", "timeline", "score"})
 
 
-def is_dump(path: Path) -> bool:
-    """The file name ends in ``.xml`` or ``.xml.bz2``."""
-    name = path.name.lower()
-    return name.endswith(DUMP_SUFFIXES)
-
-
 def wikitext_to_text(wikitext: str) -> str:
     """Plain text of an article's wikitext.
 

@@ -4,7 +4,6 @@ Lines file that holds them (``OUT/examples.jsonl`` of ``kbqa finetune reader|ver
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -86,11 +85,3 @@ def read_examples(path: Path) -> Iterator[ReaderExample]:
             yield ReaderExample(**obj)
         except TypeError as exc:
             raise InputError(f"{path}:{lineno}: not a reader example: {exc}") from None
-
-
-def kind_counts(examples: Iterable[ReaderExample]) -> dict[str, Counter[str]]:
-    """``split -> Counter(kind)``."""
-    out: dict[str, Counter[str]] = {}
-    for ex in examples:
-        out.setdefault(ex.split, Counter())[ex.kind] += 1
-    return out

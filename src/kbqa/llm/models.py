@@ -42,9 +42,6 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
 DEFAULT_MODEL = "gemma3-270m-reader"
-QUALITY_MODEL = "qwen2.5-coder-1.5b"
-"""The better, slower embedded model (about 5x slower on Bangla): a reader or verifier only
-when asked (``--model``, ``--verifier-model``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,6 @@ it is not one. An index without a precision part records ``fallback: unavailable
 from __future__ import annotations
 
 import functools
-import logging
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -39,9 +38,6 @@ PRECISION = "precision"
 def _has_precision(index_dir: str) -> bool:
     """Read once per index directory, as the retrievers are (:mod:`kbqa.resources`)."""
     return has_strategy_at(index_dir, PRECISION)
-
-
-log = logging.getLogger("kbqa.fallback")
 
 
 @node("fallback")

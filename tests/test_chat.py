@@ -344,6 +344,29 @@ def test_a_thread_held_through_one_name_is_held_through_a_hard_link(tmp_path: Pa
     assert list(tmp_path.rglob("*.lock")) == []
 
 
+def test_a_hard_linked_database_is_refused_and_an_odd_path_opens(tmp_path: Path) -> None:
+    """A break-it trial: a chat opening a hard link of a database another chat holds made a
+    second -wal for it (SQLite: a corruption risk); ``--db //tmp/...`` was read as a URI."""
+    from kbqa.cli import threads
+
+    db = tmp_path / "real" / "c.sqlite"
+    threads.open_db(db).close()
+    (tmp_path / "hl").mkdir()
+    os.link(db, tmp_path / "hl" / "c.sqlite")
+    for name in (db, tmp_path / "hl" / "c.sqlite"):
+        with pytest.raises(ValueError, match="has 2 names on the disk"):
+            threads.open_db(name)
+    (tmp_path / "hl" / "c.sqlite").unlink()
+    weird = tmp_path / "a?b#c%20.sqlite"
+    for path in (db, weird):
+        conn = threads.open_db(path)
+        conn.execute("create table checkpoints (thread_id text)")  # a chat database's table
+        conn.commit()
+        conn.close()
+    threads.open_db(Path("/" + str(db))).close()  # //tmp/...: a POSIX path, not a URI's host
+    threads.open_db(weird).close()  # checked through its file: URI, ? and # quoted
+
+
 def test_history_on_a_database_that_breaks_is_one_line(
     both_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

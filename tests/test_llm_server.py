@@ -407,6 +407,32 @@ def test_a_model_the_server_does_not_serve_is_refused(llama_server: str) -> None
         load_server_chat_model(llama_server, "qwen", "gemma3-270m-reader")
 
 
+def test_the_llm_timeout_is_a_deadline_for_headers_that_drip() -> None:
+    """A break-it trial: a server that sends its status line and then one header line every
+    0.7 s ran past 250 s with --llm-timeout 6 (the deadline covered only the body)."""
+    release = threading.Event()
+
+    class SlowHeaders(StandIn):
+        def do_POST(self) -> None:
+            try:
+                self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                while not release.wait(0.3):
+                    self.wfile.write(b"X-Slow: 1\r\n")
+                    self.wfile.flush()
+            except OSError:
+                return
+
+    with stand_in(SlowHeaders) as root:
+        try:
+            model = load_server_chat_model(root + "/v1", "", "gemma3-270m-reader", timeout=2.0)
+            started = time.monotonic()
+            with pytest.raises(ModelError, match=r"no whole reply within the --llm-timeout of 2 s"):
+                list(model.stream([HumanMessage("q")], abstention_threshold=0))
+            assert time.monotonic() - started < 8
+        finally:
+            release.set()
+
+
 def test_the_llm_timeout_is_a_deadline_for_a_reply_that_drips_keep_alives() -> None:
     """Issue 34 item 9: a server streaming keep-alive comments every 2 s ran past 100 s with
     --llm-timeout 5 (httpx's timeout is per read)."""

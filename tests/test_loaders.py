@@ -218,3 +218,36 @@ def test_escape_controls_keeps_every_script_and_escapes_controls() -> None:
 
     assert escape_controls("two\nlines\t\x1b[31m") == "two\\nlines\\t\\x1b[31m"
     assert escape_controls("বাংলা\u200cদেশ ঢাকা") == "বাংলা\u200cদেশ ঢাকা"
+
+
+def test_a_file_name_that_is_not_utf8_is_read_and_indexed(tmp_path: Path) -> None:
+    """A break-it trial: a text file named ``caf\\xe9.txt`` (Latin-1) crashed the index with
+    ``UnicodeEncodeError: surrogates not allowed``."""
+    import os
+
+    from kbqa.retrieval.embedders import NoEmbedder
+    from kbqa.retrieval.index import build_index, load_index
+    from kbqa.retrieval.index.store import source_sha256
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "ok.txt").write_text("Valid doc about rivers.")
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.txt"), "wb") as fh:
+        fh.write(b"Corvin Hall has 9 rooms.")
+    docs = list(load_documents(folder))
+    assert sorted(d.doc_id for d in docs) == ["caf\\xe9.txt", "ok.txt"]
+    assert len(source_sha256(folder)) == 64
+    build_index(docs, tmp_path / "idx", NoEmbedder(), progress=False)
+    assert {c.doc_id for c in load_index(tmp_path / "idx").chunks} == {"caf\\xe9.txt", "ok.txt"}
+
+
+def test_a_bad_file_is_named_escaped(tmp_path: Path) -> None:
+    """A break-it trial: the binary-file error printed a raw BEL, and the terminal lost an
+    escape sequence of the name."""
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "evil\x1b[31mRED\x07.txt").write_bytes(b"\x00\x01")
+    with pytest.raises(InputError) as err:
+        list(load_documents(folder))
+    assert "evil\\x1b[31mRED\\x07.txt: a binary file" in str(err.value)
+    assert "\x1b" not in str(err.value) and "\x07" not in str(err.value)

@@ -192,6 +192,35 @@ def test_a_reranker_adapter_is_refused_as_a_reader(tmp_path: Path) -> None:
         resolve_adapter("gemma3-270m", str(folder))
 
 
+@pytest.mark.parametrize(
+    ("role", "serving", "message"),
+    [("banana", "reader", "names the role 'banana', which kbqa does not know"),
+     ("verifier", "reader", "a verifier's adapter .* serve it with --verifier-adapter"),
+     ("reranker", "verifier", "a reranker's adapter .* not as the verifier"),
+     (None, "reader", None), ("reader", "verifier", None), ("verifier", "verifier", None)],
+)  # fmt: skip
+def test_an_adapter_serves_only_in_its_own_role(
+    tmp_path: Path, role: str | None, serving: str, message: str | None
+) -> None:
+    """A break-it trial: a manifest with "role": "banana" or "verifier" was served as the
+    reader without a word."""
+    from kbqa.errors import ModelError
+    from kbqa.llm.lora import shipped_adapter
+    from kbqa.llm.models import resolve_adapter
+
+    folder = tmp_path / "adapter"
+    shutil.copytree(shipped_adapter("gemma3-270m-reader"), folder)
+    manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
+    if role is not None:
+        manifest["role"] = role
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    if message is None:
+        assert resolve_adapter("gemma3-270m", str(folder), serving) is not None
+    else:
+        with pytest.raises(ModelError, match=message):
+            resolve_adapter("gemma3-270m", str(folder), serving)
+
+
 def test_term_idf_reads_the_document_frequencies_of_the_index(tiny_index: Path) -> None:
     retriever = HybridRetriever(load_index(tiny_index), HashEmbedder())
     chunks = retriever.chunks

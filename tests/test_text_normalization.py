@@ -198,6 +198,19 @@ def test_an_answer_never_holds_invisible_characters(tiny_index: Path) -> None:
     assert out["answer"] == "বুড়িগঙ্গা"
 
 
+def test_a_source_title_is_shown_as_it_looks(tmp_path: Path) -> None:
+    """A break-it trial: ``sources[].title`` kept a zero-width space the answer had lost."""
+    from kbqa.context import Context
+    from kbqa.graph import graph
+
+    docs = [Document("lake", f"Lake Zor{ZWSP}vath", "Lake Zorvath was surveyed in 1987.")]
+    build_index(docs, tmp_path / "idx", NoEmbedder(), progress=False)
+    ctx = Context(index_dir=str(tmp_path / "idx"), embedder="none", use_llm=False,
+                  verify=False, fallback=False, web_search="off")  # fmt: skip
+    out = graph.invoke({"question": "When was Lake Zorvath surveyed?"}, context=ctx)
+    assert [s["title"] for s in out["sources"]] == ["Lake Zorvath"]
+
+
 # issue 34, item 3: numbers in another script
 
 
@@ -208,6 +221,8 @@ def test_an_answer_never_holds_invisible_characters(tiny_index: Path) -> None:
         ("1974 সালে কোন পাটকল জাতীয়করণ হয়?", "আদমজী পাটকল ১৯৭৪ সালে", "১৯৭৪ সালে কোন পাটকল"),
         ("১৯৭৪ সালে কোন পাটকল?", "আদমজী ১৯৭৪ সালে, 1975 সালে", "১৯৭৪ সালে কোন পাটকল"),  # both
         ("১৯৭৪ সালে কোন পাটকল?", "আদমজী পাটকল", "১৯৭৪ সালে কোন পাটকল"),  # no digits
+        # a break-it trial: the passage holding 1987 beside others in Bangla digits
+        ("১৯৮৭ সালে কে জরিপ করেন?", "1987 by Okonkwo. ১৯৯০ সালে বাঁধ।", "1987 সালে কে জরিপ"),
     ],
 )  # fmt: skip
 def test_the_reader_sees_the_questions_digits_as_the_passages_write_them(

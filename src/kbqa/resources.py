@@ -164,6 +164,7 @@ def verifier_for(ctx: Context) -> BaseChatModel:
             ctx.verifier_adapter,
             ctx.n_ctx,
             ctx.llm_timeout,
+            role="verifier",
         )
     return load_chat_model(verifier_name(ctx), ctx.n_ctx, ctx.n_threads, role="verifier",
                            adapter=ctx.verifier_adapter)  # fmt: skip
@@ -183,7 +184,7 @@ def check_models(ctx: Context) -> None:
         return
     check_model_name(ctx.model, ctx.reader_adapter)
     if ctx.verifier_model or ctx.verifier_adapter:
-        check_model_name(verifier_name(ctx), ctx.verifier_adapter)
+        check_model_name(verifier_name(ctx), ctx.verifier_adapter, "verifier")
 
 
 def preload(ctx: Context) -> str | None:

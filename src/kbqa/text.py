@@ -61,29 +61,33 @@ def fold_digits(text: str) -> str:
     return text.translate(_BANGLA_DIGITS)
 
 
-_DIGITS = {"ascii": regex.compile(r"[0-9]"), "bn": regex.compile(r"[০-৯]")}
 _TO_ASCII = _BANGLA_DIGITS
 _TO_BN = str.maketrans("0123456789", "০১২৩৪৫৬৭৮৯")
+_NUMBER = regex.compile(r"[0-9০-৯](?:[0-9০-৯.,]*[0-9০-৯])?")
 
 
 def digits_as_in(text: str, others: Sequence[str]) -> str:
-    """``text`` with its digits written in the script ``others`` write theirs in, when
-    ``text`` uses one script (ASCII or Bangla digits) and ``others`` only the other: a question
-    asking about ``১৯৭৪`` over a passage that says ``1974`` reads ``1974`` (the reader, unlike
-    BM25 and the scorer, does not fold digits). Otherwise ``text`` as given.
+    """``text`` with each number written as ``others`` write it, where they hold it only in
+    the other script (ASCII or Bangla digits): a question asking about ``১৯৭৪`` over passages
+    that say ``1974`` reads ``1974`` (the reader, unlike BM25 and the scorer, does not fold
+    digits). A number ``others`` hold as ``text`` writes it, or not at all, is left as it is.
 
-    >>> digits_as_in("১৯৭৪ সালে কী হয়?", ["1974 সালে পাটকল"])
-    '1974 সালে কী হয়?'
+    >>> digits_as_in("১৯৭৪ সালে কী হয়? ১৯৭১?", ["1974 সালে পাটকল", "১৯৭১ সালে"])
+    '1974 সালে কী হয়? ১৯৭১?'
     """
-    ours = {name for name, pattern in _DIGITS.items() if pattern.search(text)}
-    if len(ours) != 1:
-        return text
-    theirs = {name for name, pattern in _DIGITS.items() if any(pattern.search(t) for t in others)}
-    if theirs == {"ascii"} and ours == {"bn"}:
-        return text.translate(_TO_ASCII)
-    if theirs == {"bn"} and ours == {"ascii"}:
-        return text.translate(_TO_BN)
-    return text
+    joined = "\n".join(others)
+
+    def as_written(match: regex.Match[str]) -> str:
+        number = str(match.group(0))
+        if number in joined:
+            return number
+        for other in (str(number.translate(_TO_ASCII)), str(number.translate(_TO_BN))):
+            if other != number and regex.search(rf"(?<![0-9০-৯]){regex.escape(other)}(?![0-9০-৯])",
+                                                joined):  # fmt: skip
+                return other
+        return number
+
+    return str(_NUMBER.sub(as_written, text))
 
 
 def is_blank(text: str) -> bool:
@@ -91,14 +95,15 @@ def is_blank(text: str) -> bool:
     return not normalize_text(text).strip()
 
 
-_CONTROLS = regex.compile(r"[\p{Cc}\u2028\u2029]")
+_CONTROLS = regex.compile(r"[\p{Cc}\p{Cs}\u2028\u2029]")
 
 
 def escape_controls(text: str) -> str:
     """``text`` with control characters written as escapes (``\\n``, ``\\t``, ``\\x1b``,
     ``\\u2028``), for a name shown on one line of a terminal: a file name holding a newline
-    must not split the line it is printed on, nor an escape sequence recolour the terminal.
-    Letters of every script, and format characters such as ZWNJ, are kept.
+    must not split the line it is printed on, nor an escape sequence recolour the terminal. A
+    byte of a file name that is not UTF-8 (a lone surrogate, as Python decodes it) is written
+    ``\\udce9``. Letters of every script, and format characters such as ZWNJ, are kept.
 
     >>> escape_controls("a\\nb\\x1b[31m")
     'a\\\\nb\\\\x1b[31m'

@@ -128,7 +128,8 @@ def default_db() -> Path:
 
 def open_db(db: Path) -> sqlite3.Connection:
     """Open (or create) the chat database, refusing without changing it a path that is not
-    one: a directory, a file that is not SQLite, or another program's SQLite database.
+    one: a directory, a file that is not SQLite, another program's SQLite database, or a
+    file with more than one name (a hard link: SQLite's journal and locks follow the name).
 
     Raises:
         ValueError: The message names the path and the problem.
@@ -146,9 +147,15 @@ def open_db(db: Path) -> sqlite3.Connection:
             f"--db {db}: its folder {db.parent} is not writable ({refusal}); "
             "kbqa chat writes every turn"
         )
+    if db.is_file() and db.stat().st_nlink > 1:
+        raise ValueError(
+            f"--db {db} has {db.stat().st_nlink} names on the disk (hard links): SQLite keeps "
+            "a database's journal and locks by its name, so two names of one file can corrupt "
+            "it; use one name only (copy the file to make a second database)"
+        )
     if db.is_file() and db.stat().st_size:
-        try:
-            probe = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:  # a file: URI of the resolved path (a path beginning // is not a URI authority)
+            probe = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
             tables = {r[0] for r in probe.execute("select name from sqlite_master "
                                                   "where type='table'")}  # fmt: skip
             columns = {r[1] for r in probe.execute("pragma table_info(checkpoints)")}

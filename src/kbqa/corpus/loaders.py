@@ -258,21 +258,30 @@ def skip_summary(root: Path, reasons: dict[str, list[Path]]) -> str:
     return f"skipped {total} file(s) in {escape_controls(str(root))}: {'; '.join(parts)}"
 
 
+def _name(text: str) -> str:
+    """A file name as text a document can carry: a byte that is not UTF-8 (a lone surrogate
+    as Python decodes it) written ``\\xe9``, so the name stays unique and encodable."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _load_file(f: Path, root: Path) -> Document:
+    shown = escape_controls(str(f))  # a name with control characters prints on one line
     try:
         data = f.read_bytes()
     except OSError as exc:
-        raise InputError(f"{f}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+        raise InputError(
+            f"{shown}: cannot be read ({exc.strerror or type(exc).__name__})"
+        ) from None
     if b"\x00" in data[:8192]:
-        raise InputError(f"{f}: a binary file, not text (it holds NUL bytes)")
-    rel = f.relative_to(root).as_posix()
+        raise InputError(f"{shown}: a binary file, not text (it holds NUL bytes)")
+    rel = _name(f.relative_to(root).as_posix())
     if f.suffix.lower() in (".html", ".htm"):
         title, text = html_to_text(decode_html(data))
-        return Document(doc_id=rel, title=title or f.stem, text=text)
+        return Document(doc_id=rel, title=title or _name(f.stem), text=text)
     try:
         raw = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(
-            f"{f}: not valid UTF-8 ({exc.reason} at byte {exc.start}); convert it to UTF-8"
+            f"{shown}: not valid UTF-8 ({exc.reason} at byte {exc.start}); convert it to UTF-8"
         ) from None
-    return Document(doc_id=rel, title=f.stem.replace("_", " "), text=raw)
+    return Document(doc_id=rel, title=_name(f.stem).replace("_", " "), text=raw)

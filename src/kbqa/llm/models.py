@@ -223,7 +223,7 @@ def model_installed(name: str) -> bool:
     )
 
 
-def check_model_name(name: str, adapter: str = "") -> None:
+def check_model_name(name: str, adapter: str = "", role: str = "reader") -> None:
     """Fail fast on a model name (and a LoRA adapter for it) that cannot load, without
     loading it.
 
@@ -241,7 +241,7 @@ def check_model_name(name: str, adapter: str = "") -> None:
         return
     if name not in MODELS:
         resolve_model(name)
-    resolve_adapter(name, adapter)  # a given or shipped adapter: present and for this base
+    resolve_adapter(name, adapter, role)  # a given or shipped adapter: present, for this base
 
 
 def load_chat_model(
@@ -280,13 +280,42 @@ def load_chat_model(
     return _load_chat_model(name, n_ctx, n_threads, role, adapter)
 
 
-def resolve_adapter(name: str, adapter: str = "") -> tuple[Path, PromptStyle] | None:
+ADAPTER_ROLES = ("reader", "verifier", "reranker")
+"""The roles an adapter's manifest may name (``role``; a reader's may leave it out)."""
+
+
+def check_role(role: object, serving: str, where: str) -> None:
+    """Refuse an adapter whose manifest ``role`` is unknown or cannot serve as ``serving``
+    (``reader`` or ``verifier``): a reranker scores pairs and writes no answer, and a
+    verifier's adapter is trained on another prompt than the reader's. A reader's adapter may
+    serve as the verifier (the default verifier is the shipped reader).
+
+    Raises:
+        ModelError: Naming the adapter, its role and the flag that serves it.
+    """
+    flag = {"reader": "--reader-adapter", "verifier": "--verifier-adapter",
+            "reranker": "--reranker"}  # fmt: skip
+    if role not in ADAPTER_ROLES:
+        raise ModelError(
+            f"{where}: its {MANIFEST_FILE} names the role {role!r}, which kbqa does not know "
+            f"(one of {', '.join(ADAPTER_ROLES)})"
+        )
+    if role != serving and not (role == "reader" and serving == "verifier"):
+        raise ModelError(
+            f'{where} is a {role}\'s adapter (its {MANIFEST_FILE} has "role": "{role}"): '
+            f"serve it with {flag[str(role)]}, not as the {serving}"
+        )
+
+
+def resolve_adapter(
+    name: str, adapter: str = "", role: str = "reader"
+) -> tuple[Path, PromptStyle] | None:
     """The LoRA adapter GGUF to apply to model ``name`` and the prompt style it was trained
     with: ``adapter`` when given, else the registered model's shipped one, else None.
 
     Raises:
-        ModelError: The adapter cannot be read, was trained on another base GGUF, or is a
-            reranker's (``"role": "reranker"``).
+        ModelError: The adapter cannot be read, was trained on another base GGUF, or its
+            manifest's ``role`` cannot serve as ``role`` (:func:`check_role`).
     """
     spec = MODELS.get(name)
     if adapter:
@@ -295,11 +324,7 @@ def resolve_adapter(name: str, adapter: str = "") -> tuple[Path, PromptStyle] | 
         found = load_adapter(str(shipped_adapter(spec.adapter)))
     else:
         return None
-    if found.manifest.get("role") == "reranker":  # scores pairs; it does not write answers
-        raise ModelError(
-            f'{adapter} is a reranker\'s adapter (its {MANIFEST_FILE} has "role": '
-            '"reranker"): serve it with --reranker, not as a reader or verifier'
-        )
+    check_role(found.manifest.get("role", "reader"), role, adapter or str(found.path.parent))
     base_sha = spec.sha256 if spec else _file_sha256_cached(str(resolve_model(name)[0]))
     check_base(found, name, base_sha)
     named = MODELS.get(str(found.manifest.get("base_model", "")))
@@ -330,7 +355,7 @@ def _load_chat_model(
 
         return ScriptedChatModel.from_name(name, n_ctx=n_ctx)
     path, style = resolve_model(name)
-    lora = resolve_adapter(name, adapter)
+    lora = resolve_adapter(name, adapter, "verifier" if role == "verifier" else "reader")
     if lora is not None:
         style = lora[1]
     from kbqa.llm.chat import LlamaCppChatModel

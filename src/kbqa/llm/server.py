@@ -336,10 +336,13 @@ def load_server_chat_model(
     adapter: str = "",
     n_ctx: int = 4096,
     timeout: float = 300.0,
+    role: str = "reader",
 ) -> ServerChatModel:
     """A :class:`ServerChatModel` for kbqa model ``name`` (with ``adapter``) served at ``url``
     as ``served_name`` ("": the server's first listed model). Cached per arguments. One call
     fails after ``timeout`` seconds, and is not retried (a hung server costs one timeout).
+    ``role`` (``reader`` or ``verifier``) is the role ``adapter`` must be able to serve
+    (:func:`kbqa.llm.models.check_role`).
 
     Raises:
         ModelError: ``langchain-openai`` is not installed (``pip install 'kbqa[server]'``), the
@@ -361,7 +364,7 @@ def load_server_chat_model(
             " (--llm-model)"
         )
     path, style = resolve_model(name)
-    lora = resolve_adapter(name, adapter)
+    lora = resolve_adapter(name, adapter, role)
     threshold = 0.0
     if lora is not None:
         style, threshold = lora[1], serving_threshold(lora[0])

@@ -20,6 +20,7 @@ from kbqa.resources import chat_model_for, reranker_for, retriever_for
 from kbqa.retrieval.rerank import rerank_hits
 from kbqa.retrieval.retriever import RetrievedChunk, pad_hits
 from kbqa.state import RESET, RetrievedRecord, Source, State
+from kbqa.text import visible_text
 
 log = logging.getLogger("kbqa.nodes")
 
@@ -188,7 +189,7 @@ def chunk_sources(
     return [
         {
             "doc_id": chunks[r["chunk_id"]].doc_id,
-            "title": chunks[r["chunk_id"]].title,
+            "title": visible_text(chunks[r["chunk_id"]].title),  # as the reader saw it
             "url": chunks[r["chunk_id"]].url,
             "chunk_id": r["chunk_id"],
             "score": r["score"],

@@ -120,7 +120,7 @@ def source_sha256(path: Path) -> str:
         files = [path]
     for f in files:
         if path.is_dir():
-            digest.update(f.relative_to(path).as_posix().encode())
+            digest.update(os.fsencode(f.relative_to(path)))  # a name's bytes, UTF-8 or not
         try:
             with f.open("rb") as fh:
                 for block in iter(lambda: fh.read(1 << 20), b""):

@@ -23,10 +23,13 @@ vocabulary in Milvus, where a server's clients can read it.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import logging
 import re
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -97,13 +100,29 @@ def write_store(
     top, indexes = _load_checked(index_dir)
     with lite_writer_lock(store):
         client = connect(store, create=True)
-        try:
-            with held_milvus_log():  # its tracebacks; the error below says what failed
+        with held_milvus_log():  # its tracebacks, until it is closed; the error says what failed
+            try:
                 return _write_all(client, store, top, indexes, replace=replace)
-        except MilvusException as exc:
-            raise IndexLoadError(f"{store}: Milvus refused the write: {exc}") from None
-        finally:
-            client.close()
+            except MilvusException as exc:
+                raise IndexLoadError(f"{store}: Milvus refused the write: {exc}") from None
+            finally:
+                with _sigint_held():
+                    client.close()
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Ctrl-C deferred (in the main thread) while the block runs: the clean-up of an
+    interrupted write drops the collections it made, and a second Ctrl-C would leave them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _load_checked(index_dir: str | Path) -> tuple[dict[str, Any], dict[str, ChunkIndex]]:
@@ -187,11 +206,12 @@ def _write_all(
         for name in made:
             client.flush(_pending(name))
     except BaseException:  # a refusal or Ctrl-C: the old collections are untouched
-        for name in made:
-            try:
-                client.drop_collection(_pending(name))
-            except Exception:  # best effort; the next write drops it
-                continue
+        with _sigint_held():  # a second Ctrl-C must not cut the clean-up short
+            for name in made:
+                try:
+                    client.drop_collection(_pending(name))
+                except Exception:  # best effort; the next write drops it
+                    continue
         raise
     # whenever C__meta exists the set is complete: drop it first, rename its successor last
     meta_name = collection_name(store, META)

@@ -214,6 +214,18 @@ def test_a_source_title_is_shown_as_it_looks(tmp_path: Path) -> None:
 # issue 34, item 3: numbers in another script
 
 
+def test_a_number_is_written_as_the_best_passage_holding_it_writes_it() -> None:
+    """The repro of issue 34 item 3 over a KB where a later passage also holds the number in the
+    question's own digits: the first passage holding it decides."""
+    from kbqa.text import digits_as_in
+
+    passages = ["1974 সালে সরকার আদমজী পাটকল জাতীয়করণ করে।", "১৯৭৪ সালের দুর্ভিক্ষ।"]
+    assert digits_as_in("১৯৭৪ সালে কোন পাটকল?", passages) == "1974 সালে কোন পাটকল?"
+    assert digits_as_in("1974 সালে কোন পাটকল?", passages) == "1974 সালে কোন পাটকল?"
+    assert digits_as_in("১৯৭৪ সালে?", passages[::-1]) == "১৯৭৪ সালে?"
+    assert digits_as_in("১৯৭ সালে?", passages) == "১৯৭ সালে?"  # part of a number is not it
+
+
 @pytest.mark.parametrize(
     ("question", "passage", "shown"),
     [

@@ -67,24 +67,26 @@ _NUMBER = regex.compile(r"[0-9০-৯](?:[0-9০-৯.,]*[0-9০-৯])?")
 
 
 def digits_as_in(text: str, others: Sequence[str]) -> str:
-    """``text`` with each number written as ``others`` write it, where they hold it only in
-    the other script (ASCII or Bangla digits): a question asking about ``১৯৭৪`` over passages
-    that say ``1974`` reads ``1974`` (the reader, unlike BM25 and the scorer, does not fold
-    digits). A number ``others`` hold as ``text`` writes it, or not at all, is left as it is.
+    """``text`` with each number written as the first of ``others`` that holds it writes it,
+    in ASCII or Bangla digits: a question asking about ``১৯৭৪`` over a best passage that says
+    ``1974`` reads ``1974`` (the reader, unlike BM25 and the scorer, does not fold digits). A
+    number no passage holds is left as it is.
 
-    >>> digits_as_in("১৯৭৪ সালে কী হয়? ১৯৭১?", ["1974 সালে পাটকল", "১৯৭১ সালে"])
+    >>> digits_as_in("১৯৭৪ সালে কী হয়? ১৯৭১?", ["1974 সালে পাটকল", "১৯৭৪, ১৯৭১ সালে"])
     '1974 সালে কী হয়? ১৯৭১?'
     """
-    joined = "\n".join(others)
+
+    def held(number: str, passage: str) -> bool:
+        return bool(regex.search(rf"(?<![0-9০-৯]){regex.escape(number)}(?![0-9০-৯])", passage))
 
     def as_written(match: regex.Match[str]) -> str:
         number = str(match.group(0))
-        if number in joined:
-            return number
-        for other in (str(number.translate(_TO_ASCII)), str(number.translate(_TO_BN))):
-            if other != number and regex.search(rf"(?<![0-9০-৯]){regex.escape(other)}(?![0-9০-৯])",
-                                                joined):  # fmt: skip
-                return other
+        forms = [number, *{str(number.translate(_TO_ASCII)), str(number.translate(_TO_BN))}
+                 - {number}]  # fmt: skip
+        for passage in others:
+            for form in forms:
+                if held(form, passage):
+                    return form
         return number
 
     return str(_NUMBER.sub(as_written, text))

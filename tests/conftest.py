@@ -11,6 +11,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["KBQA_WEB_SEARCH"] = "off"  # tests never reach the internet; route tests opt in
+# Milvus Lite serves over gRPC in this process; with gRPC's fork handlers on, a chat spawned by
+# pexpect while its threads were busy died before exec (epoll_wait: Bad file descriptor)
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 from kbqa.corpus.document import Document
 from kbqa.retrieval.embedders import HashEmbedder

@@ -150,7 +150,7 @@ def test_finetune_reranker_end_to_end_on_a_tiny_model(kb_file: Path, tmp_path: P
     pairs = (out / "examples.jsonl").read_bytes()
     ckpt = sorted((out / "checkpoints").glob("checkpoint-*"))[-1]
     with pytest.raises(InputError, match="trained on other examples"):
-        run_reranker_finetune(replace(cfg, negatives=2, resume_from=str(ckpt)))
+        run_reranker_finetune(replace(cfg, max_questions=3, resume_from=str(ckpt)))
     assert (out / "examples.jsonl").read_bytes() == pairs
     # the finished run resumed: nothing to train, exported again; no validation asked for
     again = run_reranker_finetune(replace(cfg, resume=True, val_questions=0))

@@ -174,8 +174,9 @@ def index(
         typer.echo(f"time {stage:<10}{sec:8.1f} s{part}")
     total = time.perf_counter() - t0
     other = total - sum(s for k, s in report.stage_seconds.items() if k != "distil")
-    typer.echo(f"time {'other':<10}{max(other, 0.0):8.1f} s  (loading the embedder, the "
-               "boilerplate pass over the KB)")  # fmt: skip
+    what = "the boilerplate pass over the KB" + (", loading the embedder" if embedder != "none"
+                                                 else "")  # fmt: skip
+    typer.echo(f"time {'other':<10}{max(other, 0.0):8.1f} s  ({what})")
     typer.echo(f"time {'total':<10}{total:8.1f} s")
     typer.echo(f"{'peak RSS':<15}{report.peak_rss_mib:8.0f} MiB")
     if store is not None:

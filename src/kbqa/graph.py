@@ -1,16 +1,9 @@
 """The KBQA state machine (wiring only).
 
-::
-
-    START -> classify -> retrieve -> generate -> check_abstention --+--> cross_check
-                            |          ^                             |   (an answer, or a
-                            |          +---------- retry <-----------+    settled abstention)
-                            |          (abstained, retries < max)             |
-                            |                                                 v
-                            |                      verify (when on), then an answer -> finalize;
-                            |                      an abstention -> fallback -> web_search
-                            |                      (each when on) -> finalize -> END
-                            +-> extract (no LLM) -> finalize
+The drawing of every edge is the mermaid diagram in ``docs/graph.md`` (a test checks it
+against this graph): classify -> retrieve -> generate -> check_abstention, then retry while
+the reader abstains and retries remain, cross_check, verify, fallback and web_search as each is
+switched on, and finalize; without an LLM, retrieve -> extract -> finalize.
 
 The decisions are conditional edges, in :mod:`kbqa.routes`
 (:func:`~kbqa.routes.route_after_retrieve`: no LLM -> extract;

@@ -84,3 +84,9 @@ def test_no_import_circles() -> None:
     for m in sorted(graph):
         if m not in seen:
             visit(m, [])
+
+
+def test_the_routes_read_state_and_settings_not_the_nodes() -> None:
+    """Issue 35 item 5: routes.py imported kbqa.nodes.common (for context_of, now in
+    kbqa.context): a route decides from the state and the settings alone."""
+    assert not {i for i in MODULES["kbqa.routes"] if under(i, "kbqa.nodes")}

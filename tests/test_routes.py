@@ -391,7 +391,7 @@ def test_a_broken_precision_index_fails_the_fallback_softly(
 def test_without_a_context_the_defaults_are_used() -> None:
     from types import SimpleNamespace
 
-    from kbqa.nodes.common import context_of
+    from kbqa.context import context_of
 
     assert context_of(SimpleNamespace(context=None)) == Context()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass, field, fields
@@ -380,3 +381,16 @@ class Context:
         """The settings as plain values (JSON-ready; without the injected objects), as a run's
         ``config.json`` records them."""
         return {name: getattr(self, name) for name in self.field_names()}
+
+
+def context_of(runtime: Any) -> Context:
+    """The run's :class:`Context` (``runtime.context``, as LangGraph hands it to nodes and
+    routes), or the defaults (``$KBQA_INDEX``, ``$KBQA_MODEL``...) when ``graph.invoke`` was
+    called without ``context=``."""
+    ctx = getattr(runtime, "context", None)
+    return ctx if ctx is not None else _default_context()
+
+
+@functools.cache
+def _default_context() -> Context:
+    return Context()

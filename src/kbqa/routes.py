@@ -12,8 +12,7 @@ from typing import Literal
 
 from langgraph.runtime import Runtime
 
-from kbqa.context import Context
-from kbqa.nodes.common import context_of
+from kbqa.context import Context, context_of
 from kbqa.state import State
 
 

@@ -9,11 +9,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kbqa.context import Context
+from kbqa.context import Context, context_of
 from kbqa.nodes.common import (
     chunk_sources,
     chunks_of,
-    context_of,
     judged,
     node,
     stage_answer,

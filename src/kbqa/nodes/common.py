@@ -25,18 +25,6 @@ from kbqa.text import visible_text
 log = logging.getLogger("kbqa.nodes")
 
 
-def context_of(runtime: Any) -> Context:
-    """The run's :class:`~kbqa.context.Context`, or the defaults (``$KBQA_INDEX``,
-    ``$KBQA_MODEL``...) when ``graph.invoke`` was called without ``context=``."""
-    ctx = getattr(runtime, "context", None)
-    return ctx if ctx is not None else _default_context()
-
-
-@functools.cache
-def _default_context() -> Context:
-    return Context()
-
-
 def visited(node: str, started: float, status: str | None = None) -> dict[str, Any]:
     """``route`` and ``timings`` entries for a node that started at ``started`` (perf_counter).
 

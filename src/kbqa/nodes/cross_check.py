@@ -10,11 +10,10 @@ from langgraph.runtime import Runtime
 
 from kbqa.answers.cross_check import applies, decide
 from kbqa.answers.extract import extract_answer
-from kbqa.context import Context
+from kbqa.context import Context, context_of
 from kbqa.nodes.common import (
     chunk_sources,
     chunks_of,
-    context_of,
     node,
     on_route,
     stage_answer,

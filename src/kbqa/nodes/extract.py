@@ -8,8 +8,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.answers.extract import extract_answer
-from kbqa.context import Context
-from kbqa.nodes.common import chunk_sources, chunks_of, context_of, node
+from kbqa.context import Context, context_of
+from kbqa.nodes.common import chunk_sources, chunks_of, node
 from kbqa.state import State
 
 

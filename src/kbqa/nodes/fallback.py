@@ -14,13 +14,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kbqa.context import Context
+from kbqa.context import Context, context_of
 from kbqa.nodes.common import (
     answer_state,
     chunk_passages,
     chunk_sources,
     chunks_of,
-    context_of,
     fail_soft,
     judged,
     node,

@@ -9,8 +9,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kbqa.context import Context
-from kbqa.nodes.common import answer_state, chunk_passages, chunks_of, context_of, node, on_route
+from kbqa.context import Context, context_of
+from kbqa.nodes.common import answer_state, chunk_passages, chunks_of, node, on_route
 from kbqa.state import State
 
 log = logging.getLogger("kbqa.generate")

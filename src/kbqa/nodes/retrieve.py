@@ -8,9 +8,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kbqa.context import Context
+from kbqa.context import Context, context_of
 from kbqa.errors import ModelError
-from kbqa.nodes.common import context_of, node, retrieve_records
+from kbqa.nodes.common import node, retrieve_records
 from kbqa.resources import chat_model_for, retriever_for
 from kbqa.state import State
 

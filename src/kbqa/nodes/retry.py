@@ -9,8 +9,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kbqa.context import Context
-from kbqa.nodes.common import context_of, node, retrieve_records
+from kbqa.context import Context, context_of
+from kbqa.nodes.common import node, retrieve_records
 from kbqa.state import RetrievedRecord, State
 
 

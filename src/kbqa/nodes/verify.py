@@ -15,10 +15,9 @@ from langgraph.runtime import Runtime
 
 from kbqa.answers.extract import typed_hint
 from kbqa.answers.verification import apply_verification
-from kbqa.context import Context
+from kbqa.context import Context, context_of
 from kbqa.nodes.common import (
     chunks_of,
-    context_of,
     fail_soft,
     judged,
     node,

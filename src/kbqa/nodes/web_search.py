@@ -16,10 +16,9 @@ from langgraph.runtime import Runtime
 
 from kbqa.answers.snap import ground_answer
 from kbqa.answers.web_query import web_query
-from kbqa.context import Context
+from kbqa.context import Context, context_of
 from kbqa.nodes.common import (
     answer_state,
-    context_of,
     fail_soft,
     judged,
     node,

@@ -98,7 +98,7 @@ def test_the_reranker_command_hides_and_refuses_the_readers_example_settings() -
 
 
 def test_the_manifest_states_the_terms_of_the_data_it_was_trained_on() -> None:
-    from kbqa.finetune.reader import DATA_TERMS, HAQUE_2020_SHA256, data_terms
+    from kbqa.finetune.manifest import DATA_TERMS, HAQUE_2020_SHA256, data_terms
 
     assert data_terms(Path("haque2020.qa.jsonl"), HAQUE_2020_SHA256) == DATA_TERMS
     other = data_terms(Path("mine.jsonl"), "ab" * 32)

@@ -213,14 +213,20 @@ def _checkpoint(path: Path, r: int = 4, alpha: Any = 8, value: float = 0.01) -> 
     return path
 
 
+@pytest.fixture
+def tiny_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A tiny random Gemma base GGUF, with kbqa's cache in the test's folder."""
+    monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "cache"))
+    return str(tiny_gemma_base(tmp_path / "base.gguf"))
+
+
 def test_export_refuses_values_llama_cpp_would_crash_or_serve_garbage_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tiny_base: str
 ) -> None:
     from kbqa.errors import InputError
     from kbqa.finetune.export import export_checkpoint
 
-    monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "cache"))
-    base = str(tiny_gemma_base(tmp_path / "base.gguf"))
+    base = tiny_base
     out = tmp_path / "out"
     adapter = export_checkpoint(_checkpoint(tmp_path / "good"), out, base)  # the control
     assert adapter.is_file() and (out / "manifest.json").is_file()
@@ -243,15 +249,14 @@ def test_export_refuses_values_llama_cpp_would_crash_or_serve_garbage_on(
 
 
 def test_export_keeps_the_role_of_the_run_and_no_machine_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tiny_base: str
 ) -> None:
     import json
 
     from kbqa.errors import InputError
     from kbqa.finetune.export import export_checkpoint
 
-    monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "cache"))
-    base = str(tiny_gemma_base(tmp_path / "base.gguf"))
+    base = tiny_base
     run = tmp_path / "run"
     ckpt = _checkpoint(run / "checkpoints" / "checkpoint-2")
     export_checkpoint(ckpt, tmp_path / "plain", base)  # no adapter exported yet: a reader
@@ -269,13 +274,12 @@ def test_export_keeps_the_role_of_the_run_and_no_machine_path(
 
 
 def test_a_failed_export_leaves_the_previous_adapter_as_it_was(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tiny_base: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kbqa.errors import InputError
     from kbqa.finetune import export
 
-    monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "cache"))
-    base = str(tiny_gemma_base(tmp_path / "base.gguf"))
+    base = tiny_base
     out = tmp_path / "out"
     export.export_checkpoint(_checkpoint(tmp_path / "first"), out, base)
     before = {p.name: p.read_bytes() for p in out.iterdir()}

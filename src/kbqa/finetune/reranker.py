@@ -250,7 +250,8 @@ def run_reranker_finetune(cfg: RerankerConfig, command: str | None = None) -> di
     from kbqa.finetune.data import load_training_questions, split_by_document
     from kbqa.finetune.examples import write_examples
     from kbqa.finetune.export import write_adapter
-    from kbqa.finetune.reader import adapter_manifest, start_run
+    from kbqa.finetune.manifest import adapter_manifest
+    from kbqa.finetune.reader import start_run
     from kbqa.finetune.train import last_checkpoint, lora_model, plot_loss, train_reader
     from kbqa.llm.rerank import LlamaCppReranker
     from kbqa.resources import load_retriever

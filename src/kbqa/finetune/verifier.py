@@ -287,13 +287,9 @@ def run_verifier_finetune(cfg: VerifierConfig, command: str | None = None) -> di
     from kbqa.finetune.base import TokenizerCounter
     from kbqa.finetune.evaluate import load_reader
     from kbqa.finetune.export import write_adapter
+    from kbqa.finetune.manifest import adapter_manifest
     from kbqa.finetune.portable import portable_path
-    from kbqa.finetune.reader import (
-        adapter_manifest,
-        prepare_examples,
-        start_run,
-        val_sample,
-    )
+    from kbqa.finetune.reader import prepare_examples, start_run, val_sample
     from kbqa.finetune.train import last_checkpoint, lora_model, plot_loss, train_reader
     from kbqa.llm.models import check_model_name, load_chat_model
     from kbqa.resources import retriever_for

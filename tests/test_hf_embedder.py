@@ -130,3 +130,14 @@ def test_a_cross_encoder_that_is_not_there_is_named(
         CrossEncoderReranker("hf:BAAI/bge-reranker-v2-m3")
     with pytest.raises(ValueError, match="reranker hf: needs a cross-encoder"):
         Context(reranker="hf:")
+
+
+def test_a_name_the_file_system_refuses_is_an_error_not_a_crash() -> None:
+    """A break-it trial: a 300-character name crashed ``--embedder hf:`` and ``--reranker``
+    with ``OSError: File name too long``."""
+    from kbqa.context import Context
+
+    long = "a" * 300
+    assert resolve_embedder(f"hf:{long}") == f"hf:{long}"  # not a folder, so a hub name
+    with pytest.raises(ValueError, match="not a usable path"):
+        Context(reranker=long)

@@ -129,7 +129,9 @@ def test_load_reranker_names_the_known_ones() -> None:
 
 
 def test_context_validates_the_reranker_settings() -> None:
-    with pytest.raises(ValueError, match="reranker must be one of off, lexical or a directory"):
+    with pytest.raises(
+        ValueError, match="reranker must be one of off, lexical, hf:PATH_OR_NAME or a directory"
+    ):
         Context(reranker="bge")
     with pytest.raises(ValueError, match="rerank_weight must be in"):
         Context(rerank_weight=2.0)

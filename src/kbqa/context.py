@@ -325,8 +325,8 @@ class Context:
 
             if problem := reranker_dir_problem(self.reranker):
                 raise ValueError(
-                    f"reranker must be one of {', '.join(RERANKERS)} or a directory from `kbqa "
-                    f"finetune reranker`, got {self.reranker!r}: {problem}"
+                    f"reranker must be one of {', '.join(RERANKERS)}, hf:PATH_OR_NAME or a "
+                    f"directory from `kbqa finetune reranker`, got {self.reranker!r}: {problem}"
                 )
         if self.reranker != "off" and self.rerank_pool < self.k:
             raise ValueError(

@@ -54,7 +54,8 @@ def index(
     dense: Annotated[
         str,
         typer.Option(
-            help="With --embedder e5 or static. now: embed before the index is written. later: "
+            help="With a dense --embedder (e5, static, hf:...). now: embed before the index is "
+            "written. later: "
             "write the BM25 index at once (ask works, BM25 alone) and add the dense part with "
             "--continue."
         ),

@@ -110,8 +110,11 @@ def reranker_dir_problem(path: str | Path) -> str | None:
     ``manifest.json``, a manifest that is not a JSON object, or another ``role``."""
     directory = Path(path)
     manifest = directory / MANIFEST
-    if not directory.is_dir():
-        return "no such directory" if not directory.exists() else "not a directory"
+    try:
+        if not directory.is_dir():
+            return "no such directory" if not directory.exists() else "not a directory"
+    except OSError as exc:  # a name the file system refuses (too long, ...)
+        return f"not a usable path ({exc.strerror or exc})"
     try:
         data = json.loads(manifest.read_text("utf-8"))
     except FileNotFoundError:

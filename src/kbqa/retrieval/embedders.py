@@ -153,7 +153,7 @@ def resolve_embedder(name: str) -> str:
     full = ALIASES.get(name, name)
     if full not in ALIASES.values():
         known = ", ".join(f"{alias} ({full_id})" for alias, full_id in ALIASES.items())
-        raise ModelError(f"unknown embedder {name!r}; known: {known}")
+        raise ModelError(f"unknown embedder {name!r}; known: {known}, hf:PATH_OR_NAME")
     return full
 
 

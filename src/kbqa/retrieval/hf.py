@@ -43,14 +43,21 @@ def is_hf_name(name: str) -> bool:
     return name.startswith(PREFIX) and len(name) > len(PREFIX)
 
 
+def _is_folder(path: str) -> bool:
+    """``path`` is a directory (False for a name the file system refuses, e.g. too long)."""
+    try:
+        return Path(path).expanduser().is_dir()
+    except OSError:
+        return False
+
+
 def canonical(name: str) -> str:
     """The id an index records for ``hf:NAME``: MiniLM's aliases as ``hf:all-minilm-l6-v2``; a
     local folder by its absolute path."""
     model = name[len(PREFIX) :]
     if model in MINILM_ALIASES:
         return PREFIX + MINILM
-    path = Path(model).expanduser()
-    return PREFIX + str(path.resolve()) if path.is_dir() else name
+    return PREFIX + str(Path(model).expanduser().resolve()) if _is_folder(model) else name
 
 
 def minilm_dir() -> Path:
@@ -111,7 +118,7 @@ class HFEmbedder:
 def _load(source: str) -> Any:
     """``texts -> (n, dim) float32`` L2-normalised, through ``HuggingFaceEmbeddings`` or
     ``SentenceTransformer``."""
-    local = Path(source).expanduser().is_dir()
+    local = _is_folder(source)
     try:
         from langchain_huggingface import HuggingFaceEmbeddings
     except ImportError:
@@ -169,7 +176,7 @@ class CrossEncoderReranker:
     def __init__(self, name: str, max_length: int = 512) -> None:
         self.id = canonical(name)
         source = self.id[len(PREFIX) :]
-        local = Path(source).expanduser().is_dir()
+        local = _is_folder(source)
         try:
             from sentence_transformers import CrossEncoder
         except ImportError:

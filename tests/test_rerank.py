@@ -130,7 +130,9 @@ def test_load_reranker_names_the_known_ones() -> None:
 
 def test_context_validates_the_reranker_settings() -> None:
     with pytest.raises(
-        ValueError, match="reranker must be one of off, lexical, hf:PATH_OR_NAME or a directory"
+        ValueError,
+        match=r"reranker must be one of off, lexical, hf:PATH_OR_NAME, "
+        r"bge-reranker-v2-m3\[:FOLDER\] or a directory",
     ):
         Context(reranker="bge")
     with pytest.raises(ValueError, match="rerank_weight must be in"):

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from kbqa.llm.grounding import DEFAULT_GROUNDING, GROUNDING_MODES
 from kbqa.llm.models import DEFAULT_MODEL, MODELS
 from kbqa.prompts import ABSTENTION_PHRASE, ABSTENTION_PHRASE_EN
+from kbqa.retrieval.bge import BGE_RERANKER
 from kbqa.retrieval.fusion import BM25_WEIGHT, DENSE_WEIGHT
 from kbqa.retrieval.rerank import RERANK_POOL, RERANK_WEIGHT, RERANKERS
 
@@ -139,7 +140,8 @@ class Context:
             "scored by its best sentence, BM25 with the index's IDF); or a directory from "
             "`kbqa finetune reranker` (an LLM cross-encoder in llama.cpp); or hf:PATH_OR_NAME, a "
             "cross-encoder such as bge-reranker-v2-m3 from a folder or the Hugging Face cache "
-            "(sentence-transformers; nothing is downloaded). Off by default: "
+            "(sentence-transformers; nothing is downloaded); or bge-reranker-v2-m3[:FOLDER], the "
+            "seed's reranker through FlagEmbedding (the bge extra). Off by default: "
             "lexical did not raise the answer-in-context share on both BanglaRQA samples "
             "(docs/retrieval.md)."
         },
@@ -320,12 +322,13 @@ class Context:
             )
         if self.reranker == "hf:":
             raise ValueError("reranker hf: needs a cross-encoder: hf:PATH_OR_NAME")
-        if self.reranker not in RERANKERS and not self.reranker.startswith("hf:"):
+        if self.reranker not in RERANKERS and not self.reranker.startswith(("hf:", BGE_RERANKER)):
             from kbqa.llm.rerank import reranker_dir_problem
 
             if problem := reranker_dir_problem(self.reranker):
                 raise ValueError(
-                    f"reranker must be one of {', '.join(RERANKERS)}, hf:PATH_OR_NAME or a "
+                    f"reranker must be one of {', '.join(RERANKERS)}, hf:PATH_OR_NAME, "
+                    f"{BGE_RERANKER}[:FOLDER] or a "
                     f"directory from `kbqa finetune reranker`, got {self.reranker!r}: {problem}"
                 )
         if self.reranker != "off" and self.rerank_pool < self.k:

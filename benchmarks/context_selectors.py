@@ -31,7 +31,7 @@ from pathlib import Path
 from kbqa.context import Context
 from kbqa.evals.datasets import Question, load_questions, select
 from kbqa.evals.metrics import answer_spans_in_context
-from kbqa.nodes.common import retrieve_records
+from kbqa.passages import retrieve_records
 from kbqa.resources import retriever_for
 
 

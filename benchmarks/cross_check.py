@@ -27,8 +27,8 @@ from kbqa.corpus.chunking import Chunk
 from kbqa.errors import KBQAError
 from kbqa.evals.metrics import max_over_golds, token_f1
 from kbqa.evals.run_dir import load_run
+from kbqa.index import load_index
 from kbqa.prompts import ABSTENTION_PHRASE
-from kbqa.retrieval.index import load_index
 
 
 @dataclass

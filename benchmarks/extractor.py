@@ -4,7 +4,7 @@
         --index DIR [--held-sample 300 --held-seed 1]
 
 Each question is classified and retrieved as the graph does (``k`` chunks with their padding,
-:func:`kbqa.nodes.common.retrieve_records`), and :func:`kbqa.answers.extract.extract_answer`
+:func:`kbqa.passages.retrieve_records`), and :func:`kbqa.answers.extract.extract_answer`
 reads those chunks. Rows switch the rules on in turn, from the extractor of 2026-12-02 morning:
 
 - before: the longest run of words the question does not contain (at most 6), typed patterns
@@ -36,7 +36,7 @@ from kbqa.context import Context
 from kbqa.errors import KBQAError
 from kbqa.evals.datasets import load_questions, select
 from kbqa.evals.metrics import max_over_golds, token_f1
-from kbqa.nodes.common import retrieve_records
+from kbqa.passages import retrieve_records
 from kbqa.resources import retriever_for
 
 # the module itself: kbqa.nodes exports a function of the same name

@@ -31,7 +31,7 @@ from typing import Any
 from kbqa.evals.datasets import load_questions
 from kbqa.evals.metrics import answer_in_context, recall_at_k
 from kbqa.resources import load_retriever
-from kbqa.retrieval.milvus import open_milvus_retriever, parse_store_uri, write_store
+from kbqa.stores.milvus import open_milvus_retriever, parse_store_uri, write_store
 
 FUSIONS = (("weighted", "kbqa"), ("weighted", "milvus"), ("rrf", "milvus"))
 

@@ -12,7 +12,7 @@ knowledge base, and each query's candidate lists are as long as they would be on
         --chunks 100000 --phase query --n 200
 
 Run the two phases as two processes, so each RSS figure is its own phase's. Latency is for
-``retrieve(question, 10)`` through :class:`kbqa.retrieval.milvus.MilvusRetriever` (query embedding
+``retrieve(question, 10)`` through :class:`kbqa.stores.milvus.MilvusRetriever` (query embedding
 included) on the first ``--n`` BanglaRQA validation questions. Asserts nothing about time.
 """
 
@@ -32,16 +32,16 @@ from typing import Any
 import numpy as np
 
 from kbqa.evals.datasets import load_questions
-from kbqa.retrieval.index import load_index, peak_rss_mib
-from kbqa.retrieval.milvus import open_milvus_retriever, parse_store_uri
-from kbqa.retrieval.milvus.store import (
+from kbqa.index import load_index, peak_rss_mib
+from kbqa.stores.milvus import open_milvus_retriever, parse_store_uri
+from kbqa.stores.milvus.store import (
     META,
     _write_chunks,
     _write_meta,
     _write_terms,
     collection_name,
 )
-from kbqa.retrieval.milvus.uri import connect
+from kbqa.stores.milvus.uri import connect
 
 
 def _rss_mib() -> float:

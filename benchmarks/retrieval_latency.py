@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from kbqa.evals.datasets import load_questions
+from kbqa.index import bm25_terms, bm25_text
 from kbqa.resources import load_retriever
-from kbqa.retrieval.index import bm25_terms, bm25_text
 from kbqa.retrieval.tokenizer import TERMS_WORDS_NGRAMS, tokenize, with_ngrams
 
 

@@ -31,8 +31,8 @@ from pathlib import Path
 
 from kbqa.evals.datasets import load_questions, select
 from kbqa.evals.metrics import answer_spans_in_context, recall_at_k
+from kbqa.index import MANIFEST
 from kbqa.resources import load_retriever
-from kbqa.retrieval.index import MANIFEST
 
 
 def _embedder_of(index_dir: str) -> str:

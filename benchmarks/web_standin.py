@@ -1,6 +1,6 @@
 """Write a local stand-in for web search: a fixed JSON "web" of ``n`` results, the opening
 ``chars`` characters of ``n`` documents drawn at random (``--seed``) from a knowledge base, for
-``--web-search static:PATH`` (:class:`kbqa.retrieval.web.StaticWebSearch`, which returns the
+``--web-search static:PATH`` (:class:`kbqa.web_search.StaticWebSearch`, which returns the
 first results sharing a word with the query). It serves the same few results to almost every
 question, so it measures what the web stage does with results that do not hold the answer.
 

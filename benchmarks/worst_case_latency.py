@@ -28,12 +28,12 @@ import time
 from collections import defaultdict
 
 from kbqa.context import Context
+from kbqa.embedders import DEFAULT_EMBEDDER
 from kbqa.errors import KBQAError
 from kbqa.evals.run_dir import load_run
 from kbqa.graph import build_graph
 from kbqa.resources import retriever_for
-from kbqa.retrieval.embedders import DEFAULT_EMBEDDER
-from kbqa.retrieval.web import DDGSWebSearch, register_web_search
+from kbqa.web_search import DDGSWebSearch, register_web_search
 
 
 def hanging_proxy() -> tuple[str, socket.socket]:

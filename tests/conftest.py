@@ -16,8 +16,8 @@ os.environ["KBQA_WEB_SEARCH"] = "off"  # tests never reach the internet; route t
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 from kbqa.corpus.document import Document
-from kbqa.retrieval.embedders import HashEmbedder
-from kbqa.retrieval.index import build_index
+from kbqa.embedders import HashEmbedder
+from kbqa.index import build_index
 
 DOCS = [
     Document("d1", "ঢাকা", "ঢাকা বাংলাদেশের রাজধানী ও বৃহত্তম শহর। এটি বুড়িগঙ্গা নদীর তীরে অবস্থিত।"),
@@ -58,7 +58,7 @@ def tiny_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def both_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """DOCS indexed with both strategies (coverage and precision sub-indexes)."""
-    from kbqa.retrieval.index import StrategyInput, build_indexes
+    from kbqa.index import StrategyInput, build_indexes
 
     out = tmp_path_factory.mktemp("idx") / "both"
     docs = [*DOCS, long_doc()]

@@ -8,8 +8,8 @@ import pytest
 
 from kbqa import KBQA, Answer, Citation
 from kbqa.errors import IndexLoadError, ModelError
+from kbqa.langchain_retriever import KBQARetriever
 from kbqa.prompts import ABSTENTION_PHRASE
-from kbqa.retrieval.langchain_retriever import KBQARetriever
 
 QUESTION = "বাংলাদেশের রাজধানী কোথায়?"
 FAKE = {"embedder": "fake/hash", "cross_check": "off", "web_search": "off"}

@@ -12,7 +12,7 @@ pytest.importorskip("milvus_lite", reason="kbqa[milvus] is not installed (milvus
 
 from kbqa import KBQA
 from kbqa.errors import IndexLoadError
-from kbqa.retrieval.milvus import parse_store_uri, write_store
+from kbqa.stores.milvus import parse_store_uri, write_store
 
 FAKE = {"embedder": "fake/hash", "cross_check": "off", "web_search": "off"}
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kbqa.embedders import load_embedder, resolve_embedder
 from kbqa.errors import ModelError
-from kbqa.retrieval.embedders import load_embedder, resolve_embedder
 
 WORDS = ("the a river paris seine flows through which capital ঢাকা বুড়িগঙ্গা নদীর তীরে "
          "অবস্থিত কোন শহর বাংলাদেশের রাজধানী")  # fmt: skip
@@ -80,8 +80,8 @@ def test_bge_m3_from_a_folder_embeds_as_flagembedding_does(tmp_path: Path) -> No
 def test_an_index_built_with_bge_m3_answers_queries(tmp_path: Path) -> None:
     from kbqa.context import Context
     from kbqa.corpus.document import Document
-    from kbqa.nodes.common import retrieve_records
-    from kbqa.retrieval.index import build_index
+    from kbqa.index import build_index
+    from kbqa.passages import retrieve_records
 
     folder = _tiny_xlmr(tmp_path / "m3", classifier=False)
     docs = [
@@ -102,9 +102,9 @@ def test_bge_reranker_scores_as_flag_reranker_and_reranks_the_pool(
     from FlagEmbedding import FlagReranker
 
     from kbqa.context import Context
-    from kbqa.nodes.common import retrieve_records
+    from kbqa.embedders.bge import FlagCrossEncoder
+    from kbqa.passages import retrieve_records
     from kbqa.resources import reranker_for
-    from kbqa.retrieval.bge import FlagCrossEncoder
 
     folder = _tiny_xlmr(tmp_path / "rr", classifier=True)
     reranker = FlagCrossEncoder(f"bge-reranker-v2-m3:{folder}", max_length=64)
@@ -129,7 +129,7 @@ def test_a_bge_model_not_in_the_cache_is_not_downloaded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("FlagEmbedding")
-    from kbqa.retrieval.bge import FlagCrossEncoder
+    from kbqa.embedders.bge import FlagCrossEncoder
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty Hugging Face cache
     with pytest.raises(ModelError, match=r"BAAI/bge-m3 is not in the Hugging Face cache.*nothing"):

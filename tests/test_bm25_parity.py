@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kbqa.retrieval.index import bm25_terms, load_index
+from kbqa.index import bm25_terms, load_index
 from kbqa.retrieval.tokenizer import tokenize, with_ngrams
 
 rank_bm25 = pytest.importorskip("rank_bm25", reason="rank-bm25 is in the dev extra")

@@ -240,7 +240,7 @@ def test_json_mode_answers_every_line_and_a_thread_has_one_chat(
 def test_a_lock_on_a_removed_lock_file_is_taken_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kbqa.cli import threads
+    from kbqa.threads import sqlite as threads
 
     db = tmp_path / "c.sqlite"
     first = threads.lock_thread(db, "t")
@@ -267,7 +267,7 @@ def test_a_lock_on_a_removed_lock_file_is_taken_again(
 
 @pytest.mark.parametrize("thread", ["a/b", "../up", "x" * 300, "ঢাকা"])
 def test_any_thread_name_can_be_locked(tmp_path: Path, thread: str) -> None:
-    from kbqa.cli import threads
+    from kbqa.threads import sqlite as threads
 
     db = tmp_path / "c.sqlite"
     held = threads.lock_thread(db, thread)
@@ -281,7 +281,7 @@ def test_any_thread_name_can_be_locked(tmp_path: Path, thread: str) -> None:
 def test_a_db_in_a_read_only_folder_is_named_as_such(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kbqa.cli import threads
+    from kbqa.threads import sqlite as threads
 
     db = tmp_path / "x.sqlite"
     threads.open_db(db).close()
@@ -309,7 +309,7 @@ def test_sigterm_releases_the_thread(both_index: Path, tmp_path: Path) -> None:
 
 def test_a_thread_held_through_one_name_is_held_through_a_symbolic_link(tmp_path: Path) -> None:
     """Issue 34 item 6: --db through a symlink to the same file opened a held thread."""
-    from kbqa.cli import threads
+    from kbqa.threads import sqlite as threads
 
     db = tmp_path / "real" / "c.sqlite"
     threads.open_db(db).close()
@@ -326,7 +326,7 @@ def test_a_thread_held_through_one_name_is_held_through_a_symbolic_link(tmp_path
 
 def test_a_thread_held_through_one_name_is_held_through_a_hard_link(tmp_path: Path) -> None:
     """Issue 34 item 6: a hard link, another name of the same file, opened a held thread."""
-    from kbqa.cli import threads
+    from kbqa.threads import sqlite as threads
 
     db = tmp_path / "real" / "c.sqlite"
     threads.open_db(db).close()
@@ -347,7 +347,7 @@ def test_a_thread_held_through_one_name_is_held_through_a_hard_link(tmp_path: Pa
 def test_a_hard_linked_database_is_refused_and_an_odd_path_opens(tmp_path: Path) -> None:
     """A break-it trial: a chat opening a hard link of a database another chat holds made a
     second -wal for it (SQLite: a corruption risk); ``--db //tmp/...`` was read as a URI."""
-    from kbqa.cli import threads
+    from kbqa.threads import sqlite as threads
 
     db = tmp_path / "real" / "c.sqlite"
     threads.open_db(db).close()

@@ -128,8 +128,8 @@ def test_ask_says_why_it_abstained_and_what_the_reader_said(
 def test_ask_says_retrieval_found_nothing(tmp_path: Path) -> None:
     from conftest import DOCS
 
-    from kbqa.retrieval.embedders import NoEmbedder
-    from kbqa.retrieval.index import build_index
+    from kbqa.embedders import NoEmbedder
+    from kbqa.index import build_index
 
     build_index(DOCS, tmp_path / "bm25", NoEmbedder(), progress=False)  # no dense part
     code, text = run("ask", "xyzzy plugh?", "--index", str(tmp_path / "bm25"), "--model",
@@ -426,8 +426,8 @@ def test_version() -> None:
 def test_interrupted_build_says_how_far_it_got_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kbqa.retrieval.embedders as embedders
-    from kbqa.retrieval.embedders import HashEmbedder
+    import kbqa.embedders as embedders
+    from kbqa.embedders import HashEmbedder
 
     class StopsAfterOneBatch(HashEmbedder):
         calls = 0

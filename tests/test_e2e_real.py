@@ -17,10 +17,10 @@ from conftest import data_dir
 
 from kbqa.context import Context
 from kbqa.corpus.loaders import load_documents
+from kbqa.embedders import load_embedder
 from kbqa.evals.datasets import load_questions
 from kbqa.evals.runner import evaluate_questions
-from kbqa.retrieval.embedders import load_embedder
-from kbqa.retrieval.index import build_index
+from kbqa.index import build_index
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

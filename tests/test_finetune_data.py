@@ -17,7 +17,7 @@ from kbqa.finetune.config import ReaderConfig, parse_duration
 from kbqa.finetune.data import ExampleBuilder, TrainingQuestion, build_examples, split_by_document
 from kbqa.finetune.examples import read_examples, write_examples
 from kbqa.llm.fake import ScriptedChatModel
-from kbqa.nodes.common import chunk_passages, retrieve_records
+from kbqa.passages import chunk_passages, retrieve_records
 from kbqa.prompts import ABSTENTION_PHRASE, prompt_text
 from kbqa.resources import retriever_for
 

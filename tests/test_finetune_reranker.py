@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from kbqa.embedders import HashEmbedder
 from kbqa.evals.datasets import Question
 from kbqa.finetune.data import TrainingQuestion
 from kbqa.finetune.reranker import RerankerConfig, build_pairs, rank_metrics
+from kbqa.index import load_index
 from kbqa.prompts.rerank import render_rerank_prompt
-from kbqa.retrieval.embedders import HashEmbedder
-from kbqa.retrieval.index import load_index
 from kbqa.retrieval.retriever import HybridRetriever
 
 QUESTIONS = [
@@ -113,9 +113,9 @@ def test_finetune_reranker_end_to_end_on_a_tiny_model(kb_file: Path, tmp_path: P
 
     from kbqa.context import Context
     from kbqa.finetune.reranker import run_reranker_finetune
+    from kbqa.index import build_index
     from kbqa.llm.models import resolve_model
-    from kbqa.nodes.common import retrieve_records
-    from kbqa.retrieval.index import build_index
+    from kbqa.passages import retrieve_records
 
     base = tiny_gemma_gguf(resolve_model("gemma3-270m")[0], tmp_path / "tiny.gguf")
     train = tmp_path / "train.jsonl"

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kbqa.embedders import load_embedder, resolve_embedder
 from kbqa.errors import ModelError
-from kbqa.retrieval.embedders import load_embedder, resolve_embedder
 
 
 def test_hf_names_resolve_to_the_id_an_index_records(tmp_path: Path) -> None:
@@ -96,9 +96,9 @@ def test_a_local_cross_encoder_reranks_the_pool(tmp_path: Path, tiny_index: Path
     from sentence_transformers import CrossEncoder
 
     from kbqa.context import Context
-    from kbqa.nodes.common import retrieve_records
+    from kbqa.embedders.hf import CrossEncoderReranker
+    from kbqa.passages import retrieve_records
     from kbqa.resources import reranker_for
-    from kbqa.retrieval.hf import CrossEncoderReranker
 
     folder = _tiny_cross_encoder(tmp_path / "ce")
     reranker = CrossEncoderReranker(f"hf:{folder}", max_length=64)
@@ -123,7 +123,7 @@ def test_a_cross_encoder_that_is_not_there_is_named(
 ) -> None:
     pytest.importorskip("sentence_transformers")
     from kbqa.context import Context
-    from kbqa.retrieval.hf import CrossEncoderReranker
+    from kbqa.embedders.hf import CrossEncoderReranker
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     with pytest.raises(ModelError, match=r"BAAI/bge-reranker-v2-m3.*nothing is downloaded"):

@@ -9,9 +9,9 @@ import pytest
 from conftest import DOCS
 
 from kbqa.corpus.document import Document
+from kbqa.embedders import HashEmbedder
 from kbqa.errors import IndexLoadError, InputError
-from kbqa.retrieval.embedders import HashEmbedder
-from kbqa.retrieval.index import (
+from kbqa.index import (
     StrategyInput,
     build_index,
     build_indexes,
@@ -137,7 +137,7 @@ class CountingEmbedder(HashEmbedder):
 
 
 def test_interrupted_build_resumes_without_re_embedding(tmp_path: Path) -> None:
-    import kbqa.retrieval.embed_cache as index_mod
+    import kbqa.index.embed_cache as index_mod
 
     docs = [Document(f"d{i}", "", f"document number {i} says something {i}.") for i in range(100)]
     batches = -(-100 // index_mod.EMBED_BATCH)
@@ -268,8 +268,8 @@ def test_a_broken_sub_index_only_loses_its_own_vectors(tmp_path: Path) -> None:
 
 
 def test_bm25_first_index_answers_before_its_dense_part_and_fuses_after(tmp_path: Path) -> None:
+    from kbqa.index import continue_index
     from kbqa.resources import load_retriever
-    from kbqa.retrieval.index import continue_index
 
     out = tmp_path / "idx"
     report = build_index(DOCS, out, HashEmbedder(), progress=False, dense="later")
@@ -297,9 +297,9 @@ def test_bm25_first_index_answers_before_its_dense_part_and_fuses_after(tmp_path
 
 
 def test_interrupted_continuation_resumes(tmp_path: Path) -> None:
-    import kbqa.retrieval.embed_cache as index_mod
-    from kbqa.retrieval.embed_cache import BuildInterrupted, interrupted_build
-    from kbqa.retrieval.index import continue_index
+    import kbqa.index.embed_cache as index_mod
+    from kbqa.index import continue_index
+    from kbqa.index.embed_cache import BuildInterrupted, interrupted_build
 
     docs = [Document(f"d{i}", "", f"document number {i} says something {i}.") for i in range(100)]
     out = tmp_path / "idx"
@@ -323,7 +323,7 @@ def test_interrupted_continuation_resumes(tmp_path: Path) -> None:
 
 
 def test_continue_refuses_another_embedder_and_non_indexes(tmp_path: Path) -> None:
-    from kbqa.retrieval.index import continue_index
+    from kbqa.index import continue_index
 
     out = tmp_path / "idx"
     build_index(DOCS, out, HashEmbedder(), progress=False, dense="later")
@@ -346,7 +346,7 @@ def test_interrupted_first_build_is_named_by_load(tmp_path: Path) -> None:
 
 
 def test_bm25_first_both_strategies_continue_together(tmp_path: Path) -> None:
-    from kbqa.retrieval.index import continue_index
+    from kbqa.index import continue_index
 
     docs = [*DOCS]
     parts = {"coverage": StrategyInput(docs, 800, 150), "precision": StrategyInput(docs, 1000, 150)}
@@ -361,9 +361,9 @@ def test_bm25_first_both_strategies_continue_together(tmp_path: Path) -> None:
 
 
 def test_default_index_has_no_dense_part_and_says_how_to_add_one(tmp_path: Path) -> None:
+    from kbqa.embedders import load_embedder
+    from kbqa.index import continue_index
     from kbqa.resources import load_retriever
-    from kbqa.retrieval.embedders import load_embedder
-    from kbqa.retrieval.index import continue_index
 
     out = tmp_path / "idx"
     report = build_index(DOCS, out, load_embedder(), progress=False)
@@ -382,7 +382,7 @@ def test_default_index_has_no_dense_part_and_says_how_to_add_one(tmp_path: Path)
 
 
 def test_an_older_words_only_index_is_queried_with_words(tiny_index: Path, tmp_path: Path) -> None:
-    from kbqa.retrieval.embedders import HashEmbedder as Hash
+    from kbqa.embedders import HashEmbedder as Hash
     from kbqa.retrieval.retriever import HybridRetriever
 
     old = tmp_path / "old"
@@ -400,8 +400,8 @@ def test_an_older_words_only_index_is_queried_with_words(tiny_index: Path, tmp_p
 
 
 def test_a_word_and_an_ngram_of_a_longer_word_are_different_terms(tmp_path: Path) -> None:
+    from kbqa.embedders import load_embedder
     from kbqa.resources import load_retriever
-    from kbqa.retrieval.embedders import load_embedder
 
     docs = [
         Document("island", "Indonesia", "Java is the most populous island in Indonesia. " * 6),
@@ -419,7 +419,7 @@ def test_a_word_and_an_ngram_of_a_longer_word_are_different_terms(tmp_path: Path
 def test_continue_rebuilds_a_missing_dense_file_and_checks_the_index_first(
     tmp_path: Path,
 ) -> None:
-    from kbqa.retrieval.index import continue_index
+    from kbqa.index import continue_index
 
     out = tmp_path / "idx"
     build_index(DOCS, out, HashEmbedder(), progress=False)
@@ -437,7 +437,7 @@ def test_continue_rebuilds_a_missing_dense_file_and_checks_the_index_first(
 
 
 def test_continue_messages_for_missing_file_and_sub_index(tmp_path: Path) -> None:
-    from kbqa.retrieval.index import continue_index
+    from kbqa.index import continue_index
 
     with pytest.raises(IndexLoadError, match="index not found"):
         continue_index(tmp_path / "none", progress=False)
@@ -451,7 +451,7 @@ def test_continue_messages_for_missing_file_and_sub_index(tmp_path: Path) -> Non
 
 
 def test_bm25_first_rebuild_keeps_an_interrupted_builds_vectors(tmp_path: Path) -> None:
-    from kbqa.retrieval.index import continue_index
+    from kbqa.index import continue_index
 
     docs = [Document(f"d{i}", "", f"document number {i} says something {i}.") for i in range(100)]
     out = tmp_path / "idx"
@@ -463,10 +463,10 @@ def test_bm25_first_rebuild_keeps_an_interrupted_builds_vectors(tmp_path: Path) 
 
 
 def test_a_second_writer_of_the_same_index_is_refused(tmp_path: Path) -> None:
-    from kbqa.retrieval.embed_cache import _BuildLock
+    from kbqa.index.embed_cache import BuildLock
 
     out = tmp_path / "idx"
-    with _BuildLock(out), pytest.raises(InputError, match="another `kbqa index` is writing"):
+    with BuildLock(out), pytest.raises(InputError, match="another `kbqa index` is writing"):
         build_index(DOCS, out, HashEmbedder(), progress=False)
     build_index(DOCS, out, HashEmbedder(), progress=False)  # free again
     assert not (tmp_path / ".idx.lock").exists()

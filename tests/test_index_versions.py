@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from kbqa.corpus.document import Document
-from kbqa.retrieval.embedders import NoEmbedder
-from kbqa.retrieval.index import build_index, load_index
+from kbqa.embedders import NoEmbedder
+from kbqa.index import build_index, load_index
 
 WORDS = {"a": "alpha", "b": "beta"}
 
@@ -71,10 +71,10 @@ def test_readers_never_see_a_mixed_index_during_rebuilds(tmp_path: Path) -> None
 KILLER = r"""
 import os, sys
 from pathlib import Path
-import kbqa.retrieval.versions as versions
+import kbqa.index.versions as versions
 from kbqa.corpus.document import Document
-from kbqa.retrieval.embedders import NoEmbedder
-from kbqa.retrieval.index import build_index
+from kbqa.embedders import NoEmbedder
+from kbqa.index import build_index
 
 stop_at, out, kind = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 calls = 0

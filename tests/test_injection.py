@@ -11,10 +11,10 @@ import pytest
 
 from kbqa.answers.extract import extract_answer
 from kbqa.corpus.document import Document
+from kbqa.embedders import NoEmbedder
+from kbqa.index import build_index
 from kbqa.prompts import Passage, render_answer_prompt
 from kbqa.prompts.injection import is_prompt_like, without_prompt_like
-from kbqa.retrieval.embedders import NoEmbedder
-from kbqa.retrieval.index import build_index
 
 FALLS = "Blue Lagoon Falls is a waterfall in Zambia. The falls are 30 metres high."
 INJECTED_EN = (

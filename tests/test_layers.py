@@ -90,3 +90,59 @@ def test_the_routes_read_state_and_settings_not_the_nodes() -> None:
     """Issue 35 item 5: routes.py imported kbqa.nodes.common (for context_of, now in
     kbqa.context): a route decides from the state and the settings alone."""
     assert not {i for i in MODULES["kbqa.routes"] if under(i, "kbqa.nodes")}
+
+
+LAYERS: list[tuple[str, ...]] = [
+    ("kbqa.errors", "kbqa.version", "kbqa.paths", "kbqa.text"),
+    ("kbqa.corpus", "kbqa.prompts", "kbqa.retrieval.tokenizer", "kbqa.retrieval.fusion"),
+    ("kbqa.llm", "kbqa.tracing", "kbqa.state", "kbqa.retrieval.rerank"),
+    ("kbqa.embedders", "kbqa.index", "kbqa.retrieval", "kbqa.stores", "kbqa.web_search"),
+    ("kbqa.context",),
+    ("kbqa.answers", "kbqa.resources"),
+    ("kbqa.passages",),
+    ("kbqa.nodes",),
+    ("kbqa.routes", "kbqa.graph"),
+    ("kbqa.api", "kbqa.langchain_retriever", "kbqa.threads"),
+    ("kbqa.evals", "kbqa.finetune"),
+    ("kbqa.cli",),
+]
+"""The house from the bottom up (issue 35 item 9): text and errors; documents and prompts; the
+LLM, the state's types and the parts of retrieval those need; embedders, the on-disk index,
+stores and the retriever; the run's settings; the answer logic and the resources built from the
+settings; the passages a question reads; the nodes; the graph; the front doors; evaluation and
+fine-tuning; the command line. A module may import its own layer and those below it."""
+
+
+def layer_of(module: str) -> int:
+    """The layer of ``module``: that of the longest package prefix that names one."""
+    best = max(
+        ((len(p), i) for i, layer in enumerate(LAYERS) for p in layer if under(module, p)),
+        default=None,
+    )
+    assert best is not None, f"{module} is in no layer: add it to LAYERS"
+    return best[1]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != "kbqa"))
+def test_nothing_imports_upward(module: str) -> None:
+    own = layer_of(module)
+    known = {i for i in MODULES[module] if i in MODULES and i != "kbqa"}
+    upward = {i: layer_of(i) for i in known if layer_of(i) > own}
+    assert not upward, f"{module} (layer {own}) imports from above it: {upward}"
+
+
+def test_finetuning_imports_no_node_and_serving_no_evaluation() -> None:
+    """finetune builds its examples through kbqa.passages, as the nodes do, not through them;
+    the code that serves a question (the graph and everything under it, the API, ``kbqa ask``
+    and ``kbqa chat``) imports no evaluation code (tracing is a module of its own)."""
+    finetune = {m for m in MODULES if under(m, "kbqa.finetune")}
+    assert not {(m, i) for m in finetune for i in MODULES[m] if under(i, "kbqa.nodes")}
+    serving = {m for m in MODULES if m != "kbqa" and layer_of(m) <= layer_of("kbqa.api")} | {
+        "kbqa.cli.ask", "kbqa.cli.chat", "kbqa.cli.chat_commands",
+    }  # fmt: skip
+    assert not {(m, i) for m in serving for i in MODULES[m] if under(i, "kbqa.evals")}
+
+
+def test_the_routes_import_only_the_state_and_the_settings() -> None:
+    own = {i for i in MODULES["kbqa.routes"] if i in MODULES}
+    assert own <= {"kbqa.state", "kbqa.context"}, own

@@ -351,9 +351,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def bangla_questions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """A BM25 index of the pages of 20 BanglaRQA validation questions (seed 0) and 30 others."""
     from kbqa.corpus.loaders import load_documents
+    from kbqa.embedders import NoEmbedder
     from kbqa.evals.datasets import load_questions
-    from kbqa.retrieval.embedders import NoEmbedder
-    from kbqa.retrieval.index import build_index
+    from kbqa.index import build_index
 
     data = data_dir()
     if data is None:

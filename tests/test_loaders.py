@@ -225,9 +225,9 @@ def test_a_file_name_that_is_not_utf8_is_read_and_indexed(tmp_path: Path) -> Non
     ``UnicodeEncodeError: surrogates not allowed``."""
     import os
 
-    from kbqa.retrieval.embedders import NoEmbedder
-    from kbqa.retrieval.index import build_index, load_index
-    from kbqa.retrieval.index.store import source_sha256
+    from kbqa.embedders import NoEmbedder
+    from kbqa.index import build_index, load_index
+    from kbqa.index.store import source_sha256
 
     folder = tmp_path / "kb"
     folder.mkdir()

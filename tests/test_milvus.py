@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from kbqa.cli import app
 from kbqa.errors import IndexLoadError
 from kbqa.resources import load_retriever
-from kbqa.retrieval.milvus import (
+from kbqa.stores.milvus import (
     MilvusRetriever,
     open_milvus_retriever,
     parse_store_uri,
@@ -228,7 +228,7 @@ def _fresh_store(index: Path, where: Path, name: str = "kb") -> str:
 
 
 def _collections(uri: str) -> list[str]:
-    from kbqa.retrieval.milvus.uri import connect
+    from kbqa.stores.milvus.uri import connect
 
     client = connect(parse_store_uri(uri))
     try:
@@ -256,7 +256,7 @@ def test_refused_reindex_leaves_the_old_store_answering(
 def test_varchar_limit_is_checked_before_the_old_store_is_touched(
     tiny_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kbqa.retrieval.milvus import store as store_mod
+    from kbqa.stores.milvus import store as store_mod
 
     uri = _fresh_store(tiny_index, tmp_path / "kb.db")
     names = _collections(uri)
@@ -270,7 +270,7 @@ def test_varchar_limit_is_checked_before_the_old_store_is_touched(
 def test_interrupted_write_keeps_the_old_store_and_leaves_nothing_behind(
     tiny_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kbqa.retrieval.milvus import store as store_mod
+    from kbqa.stores.milvus import store as store_mod
 
     uri = _fresh_store(tiny_index, tmp_path / "kb.db")
     names = _collections(uri)
@@ -289,7 +289,7 @@ def test_interrupted_write_keeps_the_old_store_and_leaves_nothing_behind(
 
 
 def test_store_interrupted_during_the_swap_says_so(tiny_index: Path, tmp_path: Path) -> None:
-    from kbqa.retrieval.milvus.uri import connect
+    from kbqa.stores.milvus.uri import connect
 
     uri = _fresh_store(tiny_index, tmp_path / "kb.db")
     client = connect(parse_store_uri(uri))
@@ -357,7 +357,7 @@ def test_lite_open_failure_is_an_index_load_error(
     import pymilvus
     from pymilvus.exceptions import ConnectionConfigException
 
-    from kbqa.retrieval.milvus.uri import connect
+    from kbqa.stores.milvus.uri import connect
 
     def refuse(**kwargs: object) -> None:
         raise ConnectionConfigException(message="Open local milvus failed")
@@ -377,7 +377,7 @@ def test_a_lite_store_open_elsewhere_is_one_line_without_milvus_lites_traceback(
     import pymilvus
     from pymilvus.exceptions import ConnectionConfigException
 
-    from kbqa.retrieval.milvus.uri import connect
+    from kbqa.stores.milvus.uri import connect
 
     def locked(**kwargs: object) -> None:  # what milvus-lite 3.2 does, logged then raised
         try:
@@ -396,7 +396,7 @@ def test_a_second_writer_of_a_lite_store_is_refused_before_it_opens_it(
     tiny_index: Path, tmp_path: Path
 ) -> None:
     """Issue 34 item 11: two writers of a new Lite store both got in and collided."""
-    from kbqa.retrieval.milvus.uri import lite_writer_lock
+    from kbqa.stores.milvus.uri import lite_writer_lock
 
     store = parse_store_uri(f"milvus://{tmp_path / 'kb.db'}")
     with lite_writer_lock(store), pytest.raises(IndexLoadError, match=r"is writing .* right now"):
@@ -410,7 +410,7 @@ def test_an_interrupted_store_write_says_so(
     tiny_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 34 item 11: an interrupted Milvus write exited 130 without a word."""
-    from kbqa.retrieval import milvus
+    from kbqa.stores import milvus
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
@@ -451,7 +451,7 @@ def test_cli_bad_store_fails_before_building(kb_file: Path, tmp_path: Path) -> N
 def test_langchain_retriever_reads_a_store_like_a_directory(
     tiny_index: Path, tiny_store: str
 ) -> None:
-    from kbqa.retrieval.langchain_retriever import KBQARetriever
+    from kbqa.langchain_retriever import KBQARetriever
 
     q = QUERIES[1]
     want = KBQARetriever(index_dir=tiny_index, k=3).invoke(q)
@@ -464,7 +464,7 @@ def test_langchain_milvus_vectorstore_searches_with_kbqa_query_vectors(tiny_stor
     pytest.importorskip("langchain_milvus", reason="langchain-milvus is not installed")
     from pymilvus import Function, FunctionType
 
-    from kbqa.retrieval.milvus.langchain import KbqaBM25QueryEmbedding, langchain_vectorstore
+    from kbqa.stores.milvus.langchain import KbqaBM25QueryEmbedding, langchain_vectorstore
 
     store = langchain_vectorstore(tiny_store)
     weighted = Function(
@@ -492,9 +492,9 @@ def test_real_bangla_slice_same_top10_on_200_questions(
     from conftest import data_dir
 
     from kbqa.corpus.loaders import load_documents
+    from kbqa.embedders import load_embedder
     from kbqa.evals.datasets import load_questions
-    from kbqa.retrieval.embedders import load_embedder
-    from kbqa.retrieval.index import StrategyInput, build_indexes
+    from kbqa.index import StrategyInput, build_indexes
 
     data = data_dir()
     if data is None:
@@ -534,7 +534,7 @@ def test_real_bangla_slice_same_top10_on_200_questions(
 def test_reading_a_lite_store_in_a_read_only_folder_is_named_as_such(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kbqa.retrieval.milvus.uri import check_lite_path, parse_store_uri
+    from kbqa.stores.milvus.uri import check_lite_path, parse_store_uri
 
     store = parse_store_uri(f"milvus://{tmp_path / 'kb.db'}")
     (tmp_path / "kb.db").mkdir()

@@ -50,9 +50,9 @@ def test_twenty_questions_in_two_orders_get_the_same_answers(tmp_path: Path) -> 
         pytest.skip("real data not found: set KBQA_DATA_DIR or place shared/data beside the repo")
     from kbqa.api import KBQA
     from kbqa.corpus.loaders import load_documents
+    from kbqa.embedders import load_embedder
     from kbqa.evals.datasets import load_questions, select
-    from kbqa.retrieval.embedders import load_embedder
-    from kbqa.retrieval.index import build_index
+    from kbqa.index import build_index
 
     index = tmp_path / "xquad"
     build_index(load_documents(data / "en" / "xquad" / "kb.jsonl"), index, load_embedder("none"),

@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from kbqa import KBQA
-from kbqa.cli.pg_threads import redact
-from kbqa.cli.threads import open_threads
+from kbqa.threads.postgres import redact
+from kbqa.threads.sqlite import open_threads
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -212,7 +212,7 @@ def test_a_chat_waiting_for_the_setup_does_not_deadlock_with_its_create_index(
 
     import psycopg
 
-    from kbqa.cli.pg_threads import PostgresThreads, lock_key
+    from kbqa.threads.postgres import PostgresThreads, lock_key
 
     with psycopg.connect(pg_db, autocommit=True) as other:
         other.execute("create table busy (x int)")
@@ -243,7 +243,7 @@ def test_a_chat_reads_the_tables_only_after_the_setup_of_another(pg_db: str) -> 
 
     import psycopg
 
-    from kbqa.cli.pg_threads import PostgresThreads, lock_key
+    from kbqa.threads.postgres import PostgresThreads, lock_key
 
     with psycopg.connect(pg_db, autocommit=True) as other:
         other.execute("select pg_advisory_lock(%s)", (lock_key("setup"),))
@@ -387,7 +387,7 @@ def test_langgraphs_own_tables_are_used_again(pg_db: str) -> None:
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
 
-    from kbqa.cli.pg_threads import PostgresThreads
+    from kbqa.threads.postgres import PostgresThreads
 
     with psycopg.connect(pg_db, autocommit=True, row_factory=dict_row) as conn:
         PostgresSaver(conn).setup()  # as another LangGraph program would
@@ -457,7 +457,7 @@ def test_the_password_never_shows_in_a_message(both_index: Path, postgres_server
 
 
 def test_scrub_hides_every_form_of_the_password() -> None:
-    from kbqa.cli.pg_threads import scrub, secrets
+    from kbqa.threads.postgres import scrub, secrets
 
     hidden = secrets("postgresql://u:a%20b@h/d?password=c+d&password=e%27f")
     assert {"a%20b", "a b", "c+d", "c d", "e%27f", "e'f", "e\\'f"} <= hidden
@@ -467,7 +467,7 @@ def test_scrub_hides_every_form_of_the_password() -> None:
 
 
 def test_a_short_password_is_hidden_where_it_stands_alone_not_inside_words() -> None:
-    from kbqa.cli.pg_threads import scrub, secrets
+    from kbqa.threads.postgres import scrub, secrets
 
     hidden = secrets("postgresql://u:a@h/d")
     message = 'password authentication failed for user "u" (password a, conninfo password=a)'

@@ -14,8 +14,8 @@ import pytest
 from conftest import DOCS
 
 from kbqa.corpus.document import Document
-from kbqa.retrieval.embedders import HashEmbedder
-from kbqa.retrieval.index import build_index
+from kbqa.embedders import HashEmbedder
+from kbqa.index import build_index
 
 pytestmark = pytest.mark.integration
 

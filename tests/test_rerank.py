@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from kbqa.context import Context
-from kbqa.nodes.common import retrieve_records
-from kbqa.retrieval.embedders import HashEmbedder
-from kbqa.retrieval.index import load_index
+from kbqa.embedders import HashEmbedder
+from kbqa.index import load_index
+from kbqa.passages import retrieve_records
 from kbqa.retrieval.rerank import (
     SentenceReranker,
     bm25_idf,

@@ -2,10 +2,10 @@ from pathlib import Path
 
 import pytest
 
+from kbqa.embedders import HashEmbedder
 from kbqa.errors import IndexLoadError
-from kbqa.retrieval.embedders import HashEmbedder
+from kbqa.index import load_index
 from kbqa.retrieval.fusion import min_max_normalize, reciprocal_rank_fusion, weighted_fusion
-from kbqa.retrieval.index import load_index
 from kbqa.retrieval.retriever import HybridRetriever
 
 

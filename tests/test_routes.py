@@ -17,7 +17,7 @@ from kbqa.context import MAX_RETRIES, Context
 from kbqa.graph import graph
 from kbqa.prompts import ABSTENTION_PHRASE as ABST
 from kbqa.prompts import ABSTENTION_PHRASE_EN as ABST_EN
-from kbqa.retrieval.web import (
+from kbqa.web_search import (
     DDGSWebSearch,
     StaticWebSearch,
     WebResult,

@@ -11,16 +11,13 @@ import numpy as np
 import pytest
 from conftest import DOCS
 
-from kbqa.errors import IndexLoadError, ModelError
-from kbqa.resources import load_retriever
-from kbqa.retrieval.embedders import (
+from kbqa.embedders import (
     E5_EMBEDDER,
     HashEmbedder,
     load_embedder,
     resolve_embedder,
 )
-from kbqa.retrieval.index import build_index, load_index
-from kbqa.retrieval.static import (
+from kbqa.embedders.static import (
     STATIC_DIR,
     StaticDistiller,
     StaticEmbedder,
@@ -28,6 +25,9 @@ from kbqa.retrieval.static import (
     load_static,
     vocabulary,
 )
+from kbqa.errors import IndexLoadError, ModelError
+from kbqa.index import build_index, load_index
+from kbqa.resources import load_retriever
 
 # (query, passage): each query must rank its own passage first among all passages. Half of the
 # pairs share no word, so only the teacher's knowledge can match them.

@@ -11,10 +11,10 @@ import pytest
 from kbqa.answers.abstention import is_abstention
 from kbqa.answers.language import question_type
 from kbqa.corpus.document import Document
+from kbqa.embedders import NoEmbedder
 from kbqa.errors import IndexLoadError
 from kbqa.evals.metrics import exact_match, token_f1
-from kbqa.retrieval.embedders import NoEmbedder
-from kbqa.retrieval.index import build_index, load_index
+from kbqa.index import build_index, load_index
 from kbqa.retrieval.retriever import HybridRetriever
 from kbqa.retrieval.tokenizer import tokenize
 from kbqa.text import is_blank, normalize_text

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import pytest
 
-from kbqa.evals.tracing import tracing_enabled
+from kbqa.tracing import tracing_enabled
 
 
 class _Recorder(BaseHTTPRequestHandler):

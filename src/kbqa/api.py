@@ -35,7 +35,7 @@ from langgraph.types import Checkpointer
 
 from kbqa.context import Context
 from kbqa.errors import IndexLoadError
-from kbqa.retrieval.milvus.uri import is_milvus_uri, parse_store_uri
+from kbqa.stores.milvus.uri import is_milvus_uri, parse_store_uri
 
 log = logging.getLogger("kbqa")
 
@@ -289,26 +289,10 @@ class KBQA:
         return {"configurable": {"thread_id": thread_id}}
 
     def _stream(self, question: str, config: Any) -> Iterator[Event]:
-        started = time.perf_counter()
-        final: dict[str, Any] = {}
-        modes: list[Any] = ["updates", "messages", "values"]
-        parts: Iterator[Any] = self.graph.stream(
-            {"question": question}, config, context=self.context, stream_mode=modes
-        )
-        for mode, chunk in parts:
-            if mode == "messages":
-                message, meta = chunk
-                text = str(getattr(message, "content", ""))
-                if text:
-                    yield Event("token", node=str(meta.get("langgraph_node", "")), text=text)
-            elif mode == "updates":
-                for node, update in chunk.items():
-                    yield Event("node", node=node, update=dict(update or {}))
-            else:
-                final = dict(chunk)
-        self._warn(final)
-        answer = Answer.from_output(question, final, time.perf_counter() - started)
-        yield Event("answer", answer=answer)
+        for event in stream_events(self.graph, question, config, self.context):
+            if event.answer is not None:
+                self._warn(event.answer.output)
+            yield event
 
     def _warn(self, out: Any) -> None:
         """Say once that the reader failed and the extractor answered (``load=False`` skips the
@@ -324,3 +308,42 @@ class KBQA:
             raise TypeError(f"a question must be a string, got {type(question).__name__}")
         if not question.strip():
             raise ValueError("question is empty: ask a non-empty question")
+
+
+STREAM_MODES: list[Any] = ["updates", "messages", "values"]
+"""What :func:`stream_events` asks the graph for: each node's update, each model token, and the
+state after each step (the last one is the output)."""
+
+
+def stream_events(graph: Any, question: str, config: Any, context: Context) -> Iterator[Event]:
+    """The one decoder of the graph's stream that every front door shares (:meth:`KBQA.stream`,
+    ``kbqa ask``, ``kbqa chat``): LangGraph's ``(mode, chunk)`` pairs turned into
+    :class:`Event` s, ``token`` and ``node`` events as they come and one ``answer`` event last.
+
+    Args:
+        graph: A compiled kbqa graph (:func:`kbqa.graph.build_graph`).
+        question: The question as asked.
+        config: The run's LangGraph config (a thread's ``{"configurable": {"thread_id":
+            ...}}``), or None.
+        context: The run's settings.
+
+    Raises:
+        ValueError, KBQAError: What the graph raises (an empty question, a bad index).
+    """
+    started = time.perf_counter()
+    final: dict[str, Any] = {}
+    parts: Iterator[Any] = graph.stream(
+        {"question": question}, config, context=context, stream_mode=STREAM_MODES
+    )
+    for mode, chunk in parts:
+        if mode == "messages":
+            message, meta = chunk
+            text = str(getattr(message, "content", ""))
+            if text:
+                yield Event("token", node=str(meta.get("langgraph_node", "")), text=text)
+        elif mode == "updates":
+            for node, update in chunk.items():
+                yield Event("node", node=node, update=dict(update or {}))
+        else:
+            final = dict(chunk)
+    yield Event("answer", answer=Answer.from_output(question, final, time.perf_counter() - started))

@@ -8,10 +8,10 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from kbqa.embedders.bge import BGE_RERANKER
 from kbqa.llm.grounding import DEFAULT_GROUNDING, GROUNDING_MODES
 from kbqa.llm.models import DEFAULT_MODEL, MODELS
 from kbqa.prompts import ABSTENTION_PHRASE, ABSTENTION_PHRASE_EN
-from kbqa.retrieval.bge import BGE_RERANKER
 from kbqa.retrieval.fusion import BM25_WEIGHT, DENSE_WEIGHT
 from kbqa.retrieval.rerank import RERANK_POOL, RERANK_WEIGHT, RERANKERS
 
@@ -296,7 +296,7 @@ class Context:
             raise ValueError(
                 f"max_retries must be between 0 and {MAX_RETRIES}, got {self.max_retries!r}"
             )
-        from kbqa.retrieval.web import known_web_search
+        from kbqa.web_search import known_web_search
 
         if not known_web_search(self.web_search):
             raise ValueError(

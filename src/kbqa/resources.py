@@ -9,13 +9,13 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+from kbqa.embedders import load_embedder
 from kbqa.errors import IndexLoadError
+from kbqa.index import DENSE, has_strategy, load_index
 from kbqa.llm.models import load_chat_model
-from kbqa.retrieval.embedders import load_embedder
-from kbqa.retrieval.index import DENSE, has_strategy, load_index
-from kbqa.retrieval.milvus.uri import is_milvus_uri
 from kbqa.retrieval.rerank import Reranker, load_reranker
 from kbqa.retrieval.retriever import HybridRetriever, Retriever
+from kbqa.stores.milvus.uri import is_milvus_uri
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -37,7 +37,7 @@ def load_retriever(index_dir: str, embedder: str, strategy: str | None = None) -
             embedder.
         ModelError: The embedder cannot be loaded.
     """
-    from kbqa.retrieval.embedders import resolve_embedder
+    from kbqa.embedders import resolve_embedder
 
     index = load_index(index_dir, embedder_id=resolve_embedder(embedder) if embedder else None,
                        strategy=strategy)  # fmt: skip
@@ -51,14 +51,14 @@ def load_retriever(index_dir: str, embedder: str, strategy: str | None = None) -
 @functools.cache
 def load_milvus_retriever(location: str, embedder: str, strategy: str | None = None) -> Retriever:
     """Open a ``milvus://`` store once per (location, embedder, strategy)
-    (:func:`kbqa.retrieval.milvus.open_milvus_retriever`).
+    (:func:`kbqa.stores.milvus.open_milvus_retriever`).
 
     Raises:
         IndexLoadError: A bad URI, a store that does not exist, the Milvus extra not installed,
             no such strategy, or another embedder than the store's.
         ModelError: The embedder cannot be loaded.
     """
-    from kbqa.retrieval.milvus import open_milvus_retriever
+    from kbqa.stores.milvus import open_milvus_retriever
 
     return open_milvus_retriever(location, embedder, strategy)
 
@@ -66,7 +66,7 @@ def load_milvus_retriever(location: str, embedder: str, strategy: str | None = N
 def has_strategy_at(index_dir: str, strategy: str) -> bool:
     """``index_dir`` (a directory or a ``milvus://`` store) holds the sub-index ``strategy``."""
     if is_milvus_uri(index_dir):
-        from kbqa.retrieval.milvus import store_has_strategy
+        from kbqa.stores.milvus import store_has_strategy
 
         return store_has_strategy(index_dir, strategy)
     return has_strategy(index_dir, strategy)
@@ -120,12 +120,12 @@ def _reranker(name: str, retriever: Any, n_threads: int) -> Reranker | None:
 
     if is_reranker_dir(name):  # kbqa finetune reranker's adapter directory
         return load_llm_reranker(name, n_threads=n_threads or None)
-    from kbqa.retrieval.bge import BGE_RERANKER, FlagCrossEncoder, is_bge_name
+    from kbqa.embedders.bge import BGE_RERANKER, FlagCrossEncoder, is_bge_name
 
     if is_bge_name(name, BGE_RERANKER):  # the seed's reranker through FlagEmbedding
         return FlagCrossEncoder(name)
     if name.startswith("hf:"):  # a cross-encoder (bge-reranker-v2-m3, ...) from disk
-        from kbqa.retrieval.hf import CrossEncoderReranker
+        from kbqa.embedders.hf import CrossEncoderReranker
 
         return CrossEncoderReranker(name)
     return load_reranker(name, getattr(retriever, "term_idf", None))

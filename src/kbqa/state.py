@@ -62,7 +62,7 @@ class StageAnswer(TypedDict):
 
 
 class WebResult(TypedDict):
-    """One web search hit (what a :class:`~kbqa.retrieval.web.WebSearch` returns, and what the
+    """One web search hit (what a :class:`~kbqa.web_search.WebSearch` returns, and what the
     state's ``web_results`` hold): page title, URL and the engine's snippet."""
 
     title: str

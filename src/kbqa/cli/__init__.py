@@ -4,9 +4,9 @@
 - ``crawl`` (:mod:`kbqa.cli.crawl`): crawl a website into a knowledge base;
 - ``ask`` (:mod:`kbqa.cli.ask`): answer one question;
 - ``chat`` (:mod:`kbqa.cli.chat`): a conversation, streamed, with threads that persist
-  (:mod:`kbqa.cli.threads`: their SQLite file and per-thread lock);
+  (:mod:`kbqa.threads.sqlite`: their SQLite file and per-thread lock);
 - ``eval run|report|generate`` (:mod:`kbqa.cli.evaluate`): score the graph on a question file;
-- ``finetune reader|export|...`` (:mod:`kbqa.finetune.cli`): tune the reader.
+- ``finetune reader|export|...`` (:mod:`kbqa.cli.finetune`): tune the reader.
 
 The graph's settings become options of ``ask``, ``chat`` and ``eval run`` from one source,
 :class:`~kbqa.context.Context` (:mod:`kbqa.cli.settings`).
@@ -14,7 +14,7 @@ The graph's settings become options of ``ask``, ``chat`` and ``eval run`` from o
 
 from kbqa.cli import ask, chat, crawl, evaluate, index  # noqa: F401  (each registers its command)
 from kbqa.cli.app import app, fail, main
-from kbqa.finetune.cli import finetune_app
+from kbqa.cli.finetune import finetune_app
 
 app.add_typer(finetune_app, name="finetune")
 

@@ -94,8 +94,9 @@ def ask(
     settings: dict[str, Any],
 ) -> None:
     """Answer one question from an index, with sources and the route taken."""
-    from kbqa.evals.tracing import flush_traces
+    from kbqa.api import stream_events
     from kbqa.graph import graph
+    from kbqa.tracing import flush_traces
 
     if is_blank(question):
         fail("question is empty: ask a non-empty question")
@@ -105,7 +106,8 @@ def ask(
         load_models(ctx)
         load_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        out = graph.invoke({"question": question}, context=ctx)
+        events = stream_events(graph, question, None, ctx)
+        out = next(e.answer.output for e in events if e.answer is not None)
         total_s = time.perf_counter() - t0
     except (KBQAError, ValueError) as exc:
         fail(str(exc))

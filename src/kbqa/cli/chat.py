@@ -2,7 +2,7 @@
 the running node shown, citations, slash commands and threads that persist in SQLite (or in
 PostgreSQL: ``--db postgresql://...``).
 
-Threads are LangGraph checkpoints (:mod:`kbqa.cli.threads`): each question runs the graph
+Threads are LangGraph checkpoints (:mod:`kbqa.threads.sqlite`): each question runs the graph
 on the thread's state, so its ``history`` grows and a follow-up is rewritten to stand alone
 (:mod:`kbqa.answers.followup`). ``kbqa chat --thread ID`` resumes one. Ctrl-C stops the answer
 being generated, not the session; Ctrl-D (or ``/quit``) leaves.
@@ -23,10 +23,10 @@ from kbqa.cli.ask import WEB_SEARCH_OFF, load_models, make_context, reachable
 from kbqa.cli.chat_commands import run_command
 from kbqa.cli.explain import abstention_reason, reader_note
 from kbqa.cli.settings import context_options, option_args
-from kbqa.cli.threads import open_threads
 from kbqa.context import Context
 from kbqa.state import RESET
 from kbqa.text import escape_controls
+from kbqa.threads.sqlite import open_threads
 
 STREAMED = ("generate", "verify", "fallback", "web_search")
 """Nodes whose model output is streamed as it is generated."""
@@ -44,7 +44,7 @@ class Session:
 
     Raises:
         ValueError: ``thread`` names a thread ``db`` does not hold; ``db`` cannot be used (see
-            :func:`~kbqa.cli.threads.open_threads`); the thread is open in another
+            :func:`~kbqa.threads.sqlite.open_threads`); the thread is open in another
             ``kbqa chat``.
     """
 
@@ -115,32 +115,29 @@ class Session:
             CANCEL.clear()
 
     def _ask(self, question: str) -> None:
+        from kbqa.api import stream_events
+
         streaming = False
-        modes: list[Any] = ["updates", "messages"]
-        parts: Any = self.graph.stream(
-            {"question": question}, self.config(), context=self.ctx, stream_mode=modes
-        )
         try:
-            for mode, chunk in parts:
-                if self.as_json:
+            for event in stream_events(self.graph, question, self.config(), self.ctx):
+                if self.as_json or event.kind == "answer":
                     continue
-                if mode == "messages":
-                    message, meta = chunk
-                    node, text = str(meta.get("langgraph_node", "")), str(message.content)
-                    if node in STREAMED and text:
+                if event.kind == "token":
+                    if event.node in STREAMED:
                         if not streaming:
-                            self.console.print(f"  {node}: ", end="", style="dim", markup=False)
+                            self.console.print(f"  {event.node}: ", end="", style="dim",
+                                               markup=False)  # fmt: skip
                             streaming = True
-                        self.console.print(text, end="", markup=False)
+                        self.console.print(event.text, end="", markup=False)
                     continue
-                for node, update in chunk.items():
-                    if streaming:
-                        self.console.print()
-                        streaming = False
-                    note = " ".join(r for r in (update or {}).get("route", [])[1:]
-                                    if isinstance(r, str) and ":" in r)  # fmt: skip
-                    line = note if note.startswith(f"{node}:") else f"{node} {note}".rstrip()
-                    self.console.print(f"  · {line}", style="dim", markup=False)
+                if streaming:
+                    self.console.print()
+                    streaming = False
+                note = " ".join(r for r in event.update.get("route", [])[1:]
+                                if isinstance(r, str) and ":" in r)  # fmt: skip
+                node = event.node
+                line = note if note.startswith(f"{node}:") else f"{node} {note}".rstrip()
+                self.console.print(f"  · {line}", style="dim", markup=False)
         except KeyboardInterrupt:
             if streaming:
                 self.console.print()
@@ -252,8 +249,8 @@ def read_line(interactive: bool) -> str:
 
 def _store(db: str | None) -> str:
     """The thread store as the banner shows it: a path, or a URL without its password."""
-    from kbqa.cli.pg_threads import redact
-    from kbqa.cli.threads import POSTGRES_SCHEMES, default_db
+    from kbqa.threads.postgres import redact
+    from kbqa.threads.sqlite import POSTGRES_SCHEMES, default_db
 
     if db is None:
         return str(default_db())

@@ -103,8 +103,8 @@ def eval_run(
     from kbqa.evals.report import write_report
     from kbqa.evals.run_dir import run_config
     from kbqa.evals.runner import evaluate_questions
-    from kbqa.evals.tracing import flush_traces
-    from kbqa.retrieval.index import source_sha256
+    from kbqa.index import source_sha256
+    from kbqa.tracing import flush_traces
 
     for name, value in (("limit", limit), ("sample", sample)):
         if value is not None and value <= 0:
@@ -243,7 +243,7 @@ def _interrupted(exc: BaseException, run_dir: Path, n_questions: int) -> NoRetur
     """Say how many questions were saved, then exit at once: langsmith.evaluate's worker thread
     would otherwise go on through the remaining questions (unrecorded) before the interpreter
     could exit. Every record is already flushed and the partial summary written."""
-    from kbqa.evals.tracing import flush_traces
+    from kbqa.tracing import flush_traces
 
     records = run_dir / "records.jsonl"
     if records.is_file():

@@ -227,9 +227,9 @@ def _build(
     from kbqa.corpus.boilerplate import BoilerplateModel
     from kbqa.corpus.loaders import load_documents
     from kbqa.corpus.strategies import clean_documents
-    from kbqa.retrieval.embed_cache import BuildInterrupted
-    from kbqa.retrieval.embedders import load_embedder
-    from kbqa.retrieval.index import RECURRING_BLOCKS, StrategyInput, build_indexes
+    from kbqa.embedders import load_embedder
+    from kbqa.index import RECURRING_BLOCKS, StrategyInput, build_indexes
+    from kbqa.index.embed_cache import BuildInterrupted
 
     skipped: list[str] = []
     passes = 0
@@ -281,7 +281,7 @@ def _build(
 
 
 def _print_blocks(boilerplate: BoilerplateModel) -> None:
-    from kbqa.retrieval.index import RECURRING_BLOCKS
+    from kbqa.index import RECURRING_BLOCKS
 
     rows = boilerplate.report(TOP_BLOCKS)
     n_blocks = sum(len(b) for b in boilerplate.blocks.values())
@@ -351,8 +351,8 @@ def _interrupted(exc: Any) -> NoReturn:
 def _continue_index(out: Path) -> None:
     from tqdm.contrib.logging import logging_redirect_tqdm
 
-    from kbqa.retrieval.embed_cache import BuildInterrupted
-    from kbqa.retrieval.index import continue_index
+    from kbqa.index import continue_index
+    from kbqa.index.embed_cache import BuildInterrupted
 
     _interrupt_on_sigterm()
     t0 = time.perf_counter()

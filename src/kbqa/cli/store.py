@@ -1,5 +1,5 @@
 """``kbqa index --store milvus://...``: copy a built index into Milvus
-(:mod:`kbqa.retrieval.milvus`)."""
+(:mod:`kbqa.stores.milvus`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def check_store(store: str, *, later: bool) -> None:
     """Exit, before any build, on a bad ``--store`` URI, a missing Milvus extra, a Milvus Lite
     path that cannot be written (a file that is not a store, a missing or read-only folder) or
     ``--dense later`` (the store is written from a complete index)."""
-    from kbqa.retrieval.milvus.uri import EXTRA_HINT, check_lite_path, parse_store_uri
+    from kbqa.stores.milvus.uri import EXTRA_HINT, check_lite_path, parse_store_uri
 
     if later:
         fail(
@@ -40,8 +40,8 @@ def check_store(store: str, *, later: bool) -> None:
 def write_to_store(out: Path, store: str) -> None:
     """Write the index ``out`` into ``store`` (replacing it) and say what was written; exit
     with the error on failure."""
-    from kbqa.retrieval.index import is_index_dir
-    from kbqa.retrieval.milvus import parse_store_uri, write_store
+    from kbqa.index import is_index_dir
+    from kbqa.stores.milvus import parse_store_uri, write_store
 
     if not is_index_dir(out):
         fail(

@@ -32,9 +32,9 @@ from kbqa.evals.run_dir import (
     write_json,
 )
 from kbqa.evals.summary import summarize
-from kbqa.evals.tracing import langsmith_client, upload_enabled
+from kbqa.index import peak_rss_mib
 from kbqa.resources import chat_model_for, retriever_for, verifier_for
-from kbqa.retrieval.index import peak_rss_mib
+from kbqa.tracing import langsmith_client, upload_enabled
 from kbqa.version import __version__
 
 log = logging.getLogger("kbqa.evals")

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from kbqa.retrieval.embedders import DEFAULT_EMBEDDER
+from kbqa.embedders import DEFAULT_EMBEDDER
 
 _DURATION = re.compile(
     r"^\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m(?:in)?)?\s*(?:(\d+(?:\.\d+)?)s)?\s*$"

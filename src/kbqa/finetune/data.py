@@ -1,7 +1,7 @@
 """Reader training examples, rendered exactly as the generate node renders its prompts.
 
 For each training question the builder retrieves from an index of the training knowledge base
-with the serving retriever (:func:`kbqa.nodes.common.retrieve_records`: hybrid fusion, previous
+with the serving retriever (:func:`kbqa.passages.retrieve_records`: hybrid fusion, previous
 chunk padding, ``k`` hits), turns the hits into passages (:func:`kbqa.nodes.common.
 chunk_passages`) and fits them into the serving token budget (:func:`kbqa.prompts.budget.
 fit_prompt` with :func:`~kbqa.prompts.budget.prompt_budget`) in the ``tuned`` prompt style. So
@@ -47,7 +47,7 @@ from kbqa.evals.datasets import Question, load_questions
 from kbqa.finetune.examples import KINDS, PROMPT_STYLE, ReaderExample
 from kbqa.finetune.paraphrase import paraphrase
 from kbqa.finetune.yesno import SENTENCE_END, TRAILING, same_kind, yes_no_question
-from kbqa.nodes.common import chunk_passages, retrieve_records
+from kbqa.passages import chunk_passages, retrieve_records
 from kbqa.prompts import ABSTENTION_PHRASE, CONTEXT_MARKER, Passage
 from kbqa.prompts.answer import prompt_text
 from kbqa.prompts.budget import TokenCounter, fit_prompt, prompt_budget

@@ -55,7 +55,7 @@ def adapter_manifest(
     import torch
     import transformers
 
-    from kbqa.retrieval.index import peak_rss_mib
+    from kbqa.index import peak_rss_mib
     from kbqa.version import __version__
 
     last_loss = next(

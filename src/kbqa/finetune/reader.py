@@ -37,9 +37,9 @@ from kbqa.finetune.data import (
 from kbqa.finetune.examples import PROMPT_STYLE, ReaderExample, read_examples, write_examples
 from kbqa.finetune.manifest import adapter_manifest
 from kbqa.finetune.train import last_checkpoint
+from kbqa.index import is_index_dir, source_sha256
 from kbqa.llm.cache import file_sha256
 from kbqa.llm.models import MODELS, resolve_model
-from kbqa.retrieval.index import is_index_dir, source_sha256
 
 log = logging.getLogger("kbqa.finetune")
 
@@ -115,7 +115,7 @@ def ensure_index(cfg: ReaderConfig, out: Path) -> Path:
         return Path(cfg.index)
     target = out / "index"
     manifest = target / "manifest.json"
-    from kbqa.retrieval.embedders import resolve_embedder
+    from kbqa.embedders import resolve_embedder
 
     current = {
         "source_sha256": source_sha256(Path(cfg.kb)),
@@ -124,8 +124,8 @@ def ensure_index(cfg: ReaderConfig, out: Path) -> Path:
     built = json.loads(manifest.read_text("utf-8")) if manifest.is_file() else {}
     if any(built.get(k) != v for k, v in current.items()):
         from kbqa.corpus.loaders import load_documents
-        from kbqa.retrieval.embedders import load_embedder
-        from kbqa.retrieval.index import build_index
+        from kbqa.embedders import load_embedder
+        from kbqa.index import build_index
 
         log.warning("indexing the training knowledge base %s into %s", cfg.kb, target)
         build_index(

@@ -10,13 +10,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context, context_of
-from kbqa.nodes.common import (
-    chunk_sources,
-    chunks_of,
-    judged,
-    node,
-    stage_answer,
-)
+from kbqa.nodes.common import judged, node, stage_answer
+from kbqa.passages import chunk_sources, chunks_of
 from kbqa.state import State
 
 

@@ -8,19 +8,15 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from kbqa.answers.abstention import judge
 from kbqa.answers.reading import Reading, generate_answer
 from kbqa.context import Context
-from kbqa.corpus.chunking import Chunk
 from kbqa.prompts import Passage
-from kbqa.resources import chat_model_for, reranker_for, retriever_for
-from kbqa.retrieval.rerank import rerank_hits
-from kbqa.retrieval.retriever import RetrievedChunk, pad_hits
-from kbqa.state import RESET, RetrievedRecord, Source, State
-from kbqa.text import visible_text
+from kbqa.resources import chat_model_for
+from kbqa.state import RESET, State
 
 log = logging.getLogger("kbqa.nodes")
 
@@ -103,88 +99,6 @@ def fail_soft(node: str, failed: str, error_field: str | None = None) -> Callabl
         return cast(NodeFn, run)
 
     return wrap
-
-
-def chunks_of(ctx: Context, strategy: str | None = None) -> Sequence[Chunk]:
-    """The chunks of the run's index (``strategy="precision"``: the fallback's), by chunk id."""
-    return retriever_for(ctx, strategy).chunks
-
-
-def retrieve_records(
-    question: str, k: int, ctx: Context, strategy: str | None = None
-) -> list[RetrievedRecord]:
-    """Run the shared retriever (of ``strategy``'s sub-index) with the context's fusion
-    settings; with a reranker on, rerank its first ``rerank_pool`` hits and keep ``k``
-    (:func:`~kbqa.retrieval.rerank.rerank_hits`), then add the previous chunks.
-
-    Raises:
-        ValueError: The retriever returned a chunk id its chunks do not hold.
-    """
-    retriever = retriever_for(ctx, strategy)
-    reranker = reranker_for(ctx, strategy)
-    hits = retriever.retrieve(
-        question,
-        max(k, ctx.rerank_pool) if reranker else k,
-        bm25_weight=ctx.bm25_weight,
-        dense_weight=ctx.dense_weight,
-        candidate_pool=ctx.candidate_pool,
-        fusion=ctx.fusion,
-        pad_previous=ctx.pad_previous and reranker is None,
-    )
-    chunks = retriever.chunks
-    for h in hits:
-        if not isinstance(h.chunk_id, int) or not 0 <= h.chunk_id < len(chunks):
-            raise ValueError(
-                f"the retriever returned chunk id {h.chunk_id!r}, but its chunks are numbered "
-                f"0 to {len(chunks) - 1}"
-            )
-    if reranker is not None:
-        pool = [(h.chunk_id, h.score) for h in hits if not h.is_padding]
-        passages = [(chunks[c].title, chunks[c].text) for c, _ in pool]
-        kept = rerank_hits(question, pool, passages, reranker, k, ctx.rerank_weight)
-        hits = (
-            pad_hits(lambda cid: chunks[cid].prev_chunk_id, kept)
-            if ctx.pad_previous
-            else [RetrievedChunk(c, s, rank) for rank, (c, s) in enumerate(kept, start=1)]
-        )
-    return [
-        {
-            "chunk_id": h.chunk_id,
-            "doc_id": chunks[h.chunk_id].doc_id,
-            "score": round(h.score, 6),
-            "rank": h.rank,
-            "is_padding": h.is_padding,
-        }
-        for h in hits
-    ]
-
-
-def chunk_passages(
-    chunks: Sequence[Chunk], records: Sequence[RetrievedRecord]
-) -> list[tuple[int, Passage]]:
-    """``(rank, passage)`` pairs of retrieved chunks, in prompt order."""
-    return [
-        (r["rank"], Passage(chunks[r["chunk_id"]].title, chunks[r["chunk_id"]].text))
-        for r in records
-    ]
-
-
-def chunk_sources(
-    chunks: Sequence[Chunk], records: Sequence[RetrievedRecord], given: Iterable[int]
-) -> list[Source]:
-    """Sources for an answer: the retrieved hits (not padding) whose chunks the model read."""
-    shown = set(given)
-    return [
-        {
-            "doc_id": chunks[r["chunk_id"]].doc_id,
-            "title": visible_text(chunks[r["chunk_id"]].title),  # as the reader saw it
-            "url": chunks[r["chunk_id"]].url,
-            "chunk_id": r["chunk_id"],
-            "score": r["score"],
-        }
-        for r in records
-        if r["chunk_id"] in shown and not r["is_padding"]
-    ]
 
 
 def answer_state(

@@ -11,13 +11,8 @@ from langgraph.runtime import Runtime
 from kbqa.answers.cross_check import applies, decide
 from kbqa.answers.extract import extract_answer
 from kbqa.context import Context, context_of
-from kbqa.nodes.common import (
-    chunk_sources,
-    chunks_of,
-    node,
-    on_route,
-    stage_answer,
-)
+from kbqa.nodes.common import node, on_route, stage_answer
+from kbqa.passages import chunk_sources, chunks_of
 from kbqa.state import State
 
 

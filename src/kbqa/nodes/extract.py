@@ -9,7 +9,8 @@ from langgraph.runtime import Runtime
 
 from kbqa.answers.extract import extract_answer
 from kbqa.context import Context, context_of
-from kbqa.nodes.common import chunk_sources, chunks_of, node
+from kbqa.nodes.common import node
+from kbqa.passages import chunk_sources, chunks_of
 from kbqa.state import State
 
 

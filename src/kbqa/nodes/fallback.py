@@ -15,18 +15,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context, context_of
-from kbqa.nodes.common import (
-    answer_state,
-    chunk_passages,
-    chunk_sources,
-    chunks_of,
-    fail_soft,
-    judged,
-    node,
-    on_route,
-    retrieve_records,
-    stage_answer,
-)
+from kbqa.nodes.common import answer_state, fail_soft, judged, node, on_route, stage_answer
+from kbqa.passages import chunk_passages, chunk_sources, chunks_of, retrieve_records
 from kbqa.resources import has_strategy_at
 from kbqa.state import State
 

@@ -11,7 +11,8 @@ from kbqa.answers.cleanup import YES_NO_IN, postprocess
 from kbqa.answers.followup import topic_title
 from kbqa.answers.snap import ground_answer, snap_to_context, snap_to_span
 from kbqa.context import Context, context_of
-from kbqa.nodes.common import chunks_of, node, on_route
+from kbqa.nodes.common import node, on_route
+from kbqa.passages import chunks_of
 from kbqa.prompts import Passage
 from kbqa.state import State, Turn
 from kbqa.text import visible_text

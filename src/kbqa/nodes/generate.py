@@ -10,7 +10,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context, context_of
-from kbqa.nodes.common import answer_state, chunk_passages, chunks_of, node, on_route
+from kbqa.nodes.common import answer_state, node, on_route
+from kbqa.passages import chunk_passages, chunks_of
 from kbqa.state import State
 
 log = logging.getLogger("kbqa.generate")

@@ -10,7 +10,8 @@ from langgraph.runtime import Runtime
 
 from kbqa.context import Context, context_of
 from kbqa.errors import ModelError
-from kbqa.nodes.common import node, retrieve_records
+from kbqa.nodes.common import node
+from kbqa.passages import retrieve_records
 from kbqa.resources import chat_model_for, retriever_for
 from kbqa.state import State
 

@@ -10,7 +10,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kbqa.context import Context, context_of
-from kbqa.nodes.common import node, retrieve_records
+from kbqa.nodes.common import node
+from kbqa.passages import retrieve_records
 from kbqa.state import RetrievedRecord, State
 
 

@@ -16,14 +16,8 @@ from langgraph.runtime import Runtime
 from kbqa.answers.extract import typed_hint
 from kbqa.answers.verification import apply_verification
 from kbqa.context import Context, context_of
-from kbqa.nodes.common import (
-    chunks_of,
-    fail_soft,
-    judged,
-    node,
-    on_route,
-    stage_answer,
-)
+from kbqa.nodes.common import fail_soft, judged, node, on_route, stage_answer
+from kbqa.passages import chunks_of
 from kbqa.prompts import ANSWER_STOP, PLAIN_STYLES, Passage
 from kbqa.prompts.budget import prompt_budget
 from kbqa.prompts.verify import fit_verify_prompt

@@ -17,17 +17,10 @@ from langgraph.runtime import Runtime
 from kbqa.answers.snap import ground_answer
 from kbqa.answers.web_query import web_query
 from kbqa.context import Context, context_of
-from kbqa.nodes.common import (
-    answer_state,
-    fail_soft,
-    judged,
-    node,
-    on_route,
-    stage_answer,
-)
+from kbqa.nodes.common import answer_state, fail_soft, judged, node, on_route, stage_answer
 from kbqa.prompts import Passage
-from kbqa.retrieval.web import WebSearchError, load_web_search
 from kbqa.state import Source, State
+from kbqa.web_search import WebSearchError, load_web_search
 
 log = logging.getLogger("kbqa.web")
 

@@ -120,7 +120,7 @@ class Passage:
         object.__setattr__(self, "text", without_prompt_like(visible_text(self.text)))
 
 
-def _context_block(passages: list[Passage], quoted: bool = False) -> str:
+def context_block(passages: list[Passage], quoted: bool = False) -> str:
     if quoted:  # untrusted text: one JSON string per result, so it cannot pose as the prompt
         import json
 
@@ -186,7 +186,7 @@ def render_answer_prompt(
             f"unknown prompt variant {variant!r}; use one of {', '.join(INSTRUCTIONS)}"
         )
     instruction = INSTRUCTIONS[variant]
-    context = _context_block(passages, quoted=variant == "web")
+    context = context_block(passages, quoted=variant == "web")
     body = f"{context}\n{_question_line(question, question_type, language, passages)}"
     if style == "chatml":
         return [SystemMessage(content=instruction), HumanMessage(content=body)]
@@ -194,7 +194,7 @@ def render_answer_prompt(
         return [HumanMessage(content=f"{instruction}\n\n{body}\nAnswer:")]
     examples = _FEW_SHOT.get(language, _FEW_SHOT["en"])
     shots = "\n\n".join(
-        f"{_context_block([Passage(t, x)])}\nQuestion: {q}\nAnswer: {a}" for t, x, q, a in examples
+        f"{context_block([Passage(t, x)])}\nQuestion: {q}\nAnswer: {a}" for t, x, q, a in examples
     )
     return [HumanMessage(content=f"{instruction}\n\n{shots}\n\n{body}\nAnswer:")]
 

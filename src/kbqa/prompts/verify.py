@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from kbqa.prompts.answer import ABSTENTION_PHRASE, Passage, _context_block
+from kbqa.prompts.answer import ABSTENTION_PHRASE, Passage, context_block
 from kbqa.prompts.budget import TokenCounter, fit_passages
 from kbqa.text import visible_text
 
@@ -41,7 +41,7 @@ def render_verify_prompt(
     Returns:
         Messages for a chat model.
     """
-    lines = [_context_block(passages), f"Question: {visible_text(question).strip()}"]
+    lines = [context_block(passages), f"Question: {visible_text(question).strip()}"]
     lines.append(f"Candidate answer: {candidate.strip()}")
     if hint and hint.strip() != candidate.strip():
         lines.append(f"Pattern match in the context: {hint.strip()}")

@@ -1,17 +1,5 @@
-"""Hybrid retrieval: BM25 (bm25s) + dense (multilingual-e5-small, FAISS), weighted-sum fusion."""
-
-from kbqa.retrieval.fusion import min_max_normalize, weighted_fusion
-from kbqa.retrieval.index import ChunkIndex, build_index, load_index
-from kbqa.retrieval.retriever import HybridRetriever, RetrievedChunk
-from kbqa.retrieval.tokenizer import tokenize
-
-__all__ = [
-    "ChunkIndex",
-    "HybridRetriever",
-    "RetrievedChunk",
-    "build_index",
-    "load_index",
-    "min_max_normalize",
-    "tokenize",
-    "weighted_fusion",
-]
+"""Hybrid retrieval over a built index (:mod:`kbqa.index`): the tokenizer, BM25 (bm25s) and an
+optional dense part (:mod:`kbqa.embedders`) fused by weight (:mod:`~kbqa.retrieval.fusion`,
+:mod:`~kbqa.retrieval.retriever`), and the rerank of the fused pool
+(:mod:`~kbqa.retrieval.rerank`). The package imports nothing itself, so the tokenizer can be
+used below it (by the index and the test embedder) without loading the retriever."""

@@ -11,9 +11,9 @@ from typing import Literal, Protocol
 import numpy as np
 
 from kbqa.corpus.chunking import Chunk
-from kbqa.retrieval.embedders import Embedder
+from kbqa.embedders import Embedder
+from kbqa.index import ChunkIndex
 from kbqa.retrieval.fusion import BM25_WEIGHT, DENSE_WEIGHT, reciprocal_rank_fusion, weighted_fusion
-from kbqa.retrieval.index import ChunkIndex
 from kbqa.retrieval.rerank import bm25_idf
 from kbqa.retrieval.tokenizer import TERMS_WORDS_NGRAMS, tokenize, with_ngrams
 

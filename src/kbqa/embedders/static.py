@@ -83,7 +83,7 @@ class StaticEmbedder:
         vectors: ``(V, d)`` float32, already PCA-reduced and SIF-weighted.
         mean: ``(teacher_dim,)`` PCA centre, to project words the table lacks.
         components: ``(d, teacher_dim)`` PCA components.
-        teacher: An :class:`~kbqa.retrieval.embedders.Embedder` for unknown query words
+        teacher: An :class:`~kbqa.embedders.Embedder` for unknown query words
             (its ``embed_passages``); None drops them.
 
     Raises:
@@ -224,7 +224,7 @@ class StaticEmbedder:
 class StaticDistiller:
     """The static embedder before it has seen a knowledge base: what ``kbqa index`` is given.
 
-    :func:`kbqa.retrieval.index.build_indexes` counts the words of the chunk texts, embeds them
+    :func:`kbqa.index.build_indexes` counts the words of the chunk texts, embeds them
     with :attr:`teacher` (resumably, in batches of :data:`TEACHER_BATCH`) and calls
     :meth:`distill`; the fitted :class:`StaticEmbedder` then embeds the chunks.
 

@@ -1,12 +1,12 @@
-"""The on-disk index, in three steps: :mod:`~kbqa.retrieval.index.build` (documents -> chunks ->
-BM25, published at once), :mod:`~kbqa.retrieval.index.dense` (the dense vectors, now or with
-``kbqa index --continue``) and :mod:`~kbqa.retrieval.index.load`; the layout, file names and
-checks are in :mod:`~kbqa.retrieval.index.store`."""
+"""The on-disk index, in three steps: :mod:`~kbqa.index.build` (documents -> chunks ->
+BM25, published at once), :mod:`~kbqa.index.dense` (the dense vectors, now or with
+``kbqa index --continue``) and :mod:`~kbqa.index.load`; the layout, file names and
+checks are in :mod:`~kbqa.index.store`."""
 
-from kbqa.retrieval.index.build import StrategyInput, build_index, build_indexes
-from kbqa.retrieval.index.dense import continue_index
-from kbqa.retrieval.index.load import load_index
-from kbqa.retrieval.index.store import (
+from kbqa.index.build import StrategyInput, build_index, build_indexes
+from kbqa.index.dense import continue_index
+from kbqa.index.load import load_index
+from kbqa.index.store import (
     BM25_DIR,
     CHUNKS,
     DENSE,

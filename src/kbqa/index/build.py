@@ -1,5 +1,5 @@
 """Building an index: documents -> chunks -> BM25 (+ dense vectors, now or later), written to a
-temporary version directory and published at once (:mod:`kbqa.retrieval.versions`).
+temporary version directory and published at once (:mod:`kbqa.index.versions`).
 
 Length: building one or several strategies' indexes and writing them atomically is one transaction.
 """
@@ -18,14 +18,14 @@ from typing import Literal
 
 from kbqa.corpus.chunking import CHUNK_OVERLAP, CHUNK_SIZE, Chunk, chunk_document
 from kbqa.corpus.document import Document
+from kbqa.embedders import Embedder
 from kbqa.errors import InputError
-from kbqa.retrieval.embed_cache import (
-    _BuildLock,
-    _clear_caches,
+from kbqa.index.dense import add_dense
+from kbqa.index.embed_cache import (
+    BuildLock,
+    clear_caches,
 )
-from kbqa.retrieval.embedders import Embedder
-from kbqa.retrieval.index.dense import add_dense
-from kbqa.retrieval.index.store import (
+from kbqa.index.store import (
     BM25_DIR,
     CHUNKS,
     DENSE,
@@ -39,10 +39,10 @@ from kbqa.retrieval.index.store import (
     source_sha256,
     write_json,
 )
+from kbqa.index.versions import publish, publish_path
 from kbqa.retrieval.tokenizer import (
     TERMS_WORDS_NGRAMS,
 )
-from kbqa.retrieval.versions import publish, publish_path
 from kbqa.text import TEXT_NORMALIZATION
 from kbqa.version import __version__
 
@@ -207,7 +207,7 @@ def _build(
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot write index to {out}: {exc.strerror or exc}") from None
-    with _BuildLock(out):
+    with BuildLock(out):
         return _write_index(
             chunked, parts, out, embedder, report, source=source, progress=progress,
             reuse=reuse, multi=multi, dense=dense,
@@ -257,7 +257,7 @@ def _write_index(
                          source=source, multi=multi, dense=dense)  # fmt: skip
         publish(tmp, out)
         if dense == "now":  # a BM25-first build keeps an interrupted build's vectors for later
-            _clear_caches(out)
+            clear_caches(out)
         report.stage_seconds["write"] = time.perf_counter() - t0
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -277,7 +277,7 @@ def _write_bm25(
     progress: bool,
     multi: bool,
 ) -> None:
-    """One bm25s index per part, over :func:`~kbqa.retrieval.index.store.bm25_terms`.
+    """One bm25s index per part, over :func:`~kbqa.index.store.bm25_terms`.
 
     Raises:
         InputError: A part has no indexable word (only symbols).

@@ -16,7 +16,7 @@ Where langchain-milvus fits and where it does not:
   differently from kbqa's min-max fusion, and the graph needs each hit's previous chunk and
   kbqa's tie-breaking, so :class:`~.retriever.MilvusRetriever` calls pymilvus directly. For a
   LangChain retriever with kbqa's ranking, use
-  :class:`kbqa.retrieval.langchain_retriever.KBQARetriever` with a ``milvus://`` ``index_dir``.
+  :class:`kbqa.langchain_retriever.KBQARetriever` with a ``milvus://`` ``index_dir``.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langchain_milvus.utils.sparse import BaseSparseEmbedding
 
-from kbqa.retrieval.milvus.retriever import MilvusRetriever, open_milvus_retriever
-from kbqa.retrieval.milvus.sparse import EMPTY_TERM
-from kbqa.retrieval.milvus.uri import TOKEN_ENV
+from kbqa.stores.milvus.retriever import MilvusRetriever, open_milvus_retriever
+from kbqa.stores.milvus.sparse import EMPTY_TERM
+from kbqa.stores.milvus.uri import TOKEN_ENV
 
 
 class KbqaBM25QueryEmbedding(BaseSparseEmbedding):

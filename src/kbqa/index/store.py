@@ -14,7 +14,7 @@ Layout::
     <index>/recurring_blocks.json   what the cleaning learned to remove (`kbqa index` only)
 
 ``<index>`` is a link to a complete build in a sibling version directory
-(:mod:`kbqa.retrieval.versions`): a build is written to a temporary sibling, then published by
+(:mod:`kbqa.index.versions`): a build is written to a temporary sibling, then published by
 one atomic switch of the link, so a failed or interrupted build never leaves a half-written
 index, and a reader loading during a rebuild gets the old index or the new one, never a mix.
 """
@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from kbqa.corpus.chunking import Chunk
+from kbqa.embedders.static import STATIC_DIR
 from kbqa.errors import IndexLoadError, InputError
-from kbqa.retrieval.static import STATIC_DIR
 from kbqa.retrieval.tokenizer import (
     TERMS_WORDS,
     tokenize,

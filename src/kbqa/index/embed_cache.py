@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kbqa.embedders import Embedder
 from kbqa.errors import InputError
-from kbqa.retrieval.embedders import Embedder
-from kbqa.retrieval.versions import publish_path
+from kbqa.index.versions import publish_path
 
 EMBED_BATCH = 32
 """Texts embedded and cached together."""
@@ -146,7 +146,8 @@ def cache_dir(out: Path, kind: str) -> Path:
     return out.parent / f".{out.name}.{kind}-cache"
 
 
-def _clear_caches(out: Path) -> None:
+def clear_caches(out: Path) -> None:
+    """Remove the embedding caches an interrupted build of ``out`` left (once it is published)."""
     for kind in CACHE_KINDS:
         shutil.rmtree(cache_dir(out, kind), ignore_errors=True)
 
@@ -166,7 +167,7 @@ def interrupted_build(out: str | Path) -> str | None:
     return None
 
 
-class _BuildLock:
+class BuildLock:
     """An exclusive lock on ``.<out>.lock`` while vectors are written for ``out``: a second
     build or continuation of the same index stops with an error instead of racing the first."""
 

@@ -5,14 +5,14 @@ Needs the optional extra ``kbqa[milvus]`` (pymilvus, milvus-lite); nothing here 
 until a store is opened or written. See ``docs/milvus.md``.
 """
 
-from kbqa.retrieval.milvus.retriever import (
+from kbqa.stores.milvus.retriever import (
     MilvusChunks,
     MilvusRetriever,
     open_milvus_retriever,
     store_has_strategy,
 )
-from kbqa.retrieval.milvus.store import write_store
-from kbqa.retrieval.milvus.uri import (
+from kbqa.stores.milvus.store import write_store
+from kbqa.stores.milvus.uri import (
     DEFAULT_COLLECTION,
     MilvusStore,
     is_milvus_uri,

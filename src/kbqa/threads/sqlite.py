@@ -1,5 +1,5 @@
 """Where ``kbqa chat`` keeps its threads: LangGraph checkpoints in a SQLite file (the default)
-or a PostgreSQL database (``--db postgresql://...``, :mod:`kbqa.cli.pg_threads`), each checked
+or a PostgreSQL database (``--db postgresql://...``, :mod:`kbqa.threads.postgres`), each checked
 before it is used, and a lock per thread so that one thread is written by one chat at a time
 (two processes writing one thread lost each other's turns)."""
 
@@ -54,13 +54,13 @@ def open_threads(db: str | Path | None) -> Threads:
     Raises:
         ValueError: A URL of another scheme; a path that is not a kbqa chat database
             (:func:`open_db`); a PostgreSQL database that cannot be used
-            (:class:`~kbqa.cli.pg_threads.PostgresThreads`). Nothing is changed.
+            (:class:`~kbqa.threads.postgres.PostgresThreads`). Nothing is changed.
     """
     if db is None:
         return SqliteThreads(default_db())
     text = str(db)
     if text.lower().startswith(POSTGRES_SCHEMES):
-        from kbqa.cli.pg_threads import PostgresThreads
+        from kbqa.threads.postgres import PostgresThreads
 
         return PostgresThreads(text)
     scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text)

@@ -122,7 +122,7 @@ def _load_error(what: str, path: str, exc: Exception) -> ModelError:
 
 
 class BGEM3Embedder:
-    """BGE-M3's dense vectors (:class:`~kbqa.retrieval.embedders.Embedder`).
+    """BGE-M3's dense vectors (:class:`~kbqa.embedders.Embedder`).
 
     Args:
         name: ``bge-m3`` or ``bge-m3:FOLDER``.

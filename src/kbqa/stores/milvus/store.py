@@ -34,11 +34,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kbqa.embedders.static import STATIC_DIR
 from kbqa.errors import IndexLoadError
-from kbqa.retrieval.index import MANIFEST, ChunkIndex, load_index
-from kbqa.retrieval.milvus.sparse import EMPTY_TERM, check_bm25, document_rows
-from kbqa.retrieval.milvus.uri import MilvusStore, connect, held_milvus_log, lite_writer_lock
-from kbqa.retrieval.static import STATIC_DIR
+from kbqa.index import MANIFEST, ChunkIndex, load_index
+from kbqa.stores.milvus.sparse import EMPTY_TERM, check_bm25, document_rows
+from kbqa.stores.milvus.uri import MilvusStore, connect, held_milvus_log, lite_writer_lock
 
 log = logging.getLogger("kbqa.milvus")
 

@@ -15,15 +15,17 @@ import numpy as np
 import numpy.typing as npt
 
 from kbqa.corpus.chunking import Chunk
+from kbqa.embedders import Embedder, load_embedder
+from kbqa.embedders.static import STATIC_DIR, StaticDistiller, count_words, vocabulary
+from kbqa.embedders.static import STATIC_EMBEDDER as STATIC_EMBEDDER_ID
 from kbqa.errors import IndexLoadError, InputError
-from kbqa.retrieval.embed_cache import (
+from kbqa.index.embed_cache import (
+    BuildLock,
     EmbeddingCache,
-    _BuildLock,
-    _clear_caches,
+    clear_caches,
     interrupted_build,
 )
-from kbqa.retrieval.embedders import Embedder, load_embedder
-from kbqa.retrieval.index.store import (
+from kbqa.index.store import (
     CHUNKS,
     DENSE,
     MANIFEST,
@@ -36,9 +38,7 @@ from kbqa.retrieval.index.store import (
     read_manifest,
     write_json,
 )
-from kbqa.retrieval.static import STATIC_DIR, StaticDistiller, count_words, vocabulary
-from kbqa.retrieval.static import STATIC_EMBEDDER as STATIC_EMBEDDER_ID
-from kbqa.retrieval.versions import publish_path, resolve_index
+from kbqa.index.versions import publish_path, resolve_index
 
 log = logging.getLogger("kbqa.index")
 
@@ -219,7 +219,7 @@ def continue_index(
             f"{out} is the {out.name!r} part of the index {out.parent}; continue that "
             f"directory instead (kbqa index --continue --out {out.parent})"
         )
-    with _BuildLock(out):  # held from the first read to the last manifest written
+    with BuildLock(out):  # held from the first read to the last manifest written
         real = resolve_index(out)  # one version throughout: a rebuild may publish meanwhile
         top = read_manifest(real)
         names = list(top["indexes"]) if isinstance(top.get("indexes"), dict) else []
@@ -258,7 +258,7 @@ def continue_index(
             staging = d / f".{MANIFEST}.tmp-{os.getpid()}"
             write_json(staging, manifest)
             os.replace(staging, d / MANIFEST)
-    _clear_caches(out)
+    clear_caches(out)
     report.stage_seconds["dense"] = time.perf_counter() - t0
     report.peak_rss_mib = peak_rss_mib()
     return report

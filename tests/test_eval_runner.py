@@ -93,6 +93,27 @@ def test_a_record_holds_the_readers_answer_beside_the_final_one(
     assert record["reader_answer"] == "প্যারিস"  # the reader's, kept beside the final one
 
 
+def test_a_record_keeps_every_output_field_but_those_left_out_on_purpose(
+    tiny_index: Path, qa_file: Path, tmp_path: Path
+) -> None:
+    """Issue 35 item 3: the record's fields come from the state's annotations, not a list kept
+    by hand; a field left out is named with its reason, and only real fields can be named."""
+    from typing import get_type_hints
+
+    from kbqa.evals.runner import NOT_RECORDED, RUNNER_FIELDS
+    from kbqa.state import OutputState
+
+    fields = set(get_type_hints(OutputState))
+    assert set(NOT_RECORDED) <= fields, set(NOT_RECORDED) - fields
+    assert all(reason.strip() for reason in NOT_RECORDED.values())
+    qs = load_questions(qa_file)[:1]
+    ctx = fake_ctx(tiny_index, model="fake/script:ঢাকা#rec", web_search="off")
+    record = evaluate_questions(qs, ctx, tmp_path / "run", progress=False).records[0]
+    assert fields - set(NOT_RECORDED) <= set(record), fields - set(NOT_RECORDED) - set(record)
+    assert set(RUNNER_FIELDS) <= set(record)
+    assert record["question_coverage"] is not None  # a value the graph set, not the default
+
+
 def test_run_with_other_settings_is_refused(
     tiny_index: Path, qa_file: Path, tmp_path: Path
 ) -> None:

@@ -25,19 +25,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from kbqa.context import Context
-from kbqa.nodes import (
-    check_abstention,
-    classify,
-    cross_check,
-    extract,
-    fallback,
-    finalize,
-    generate,
-    retrieve,
-    retry,
-    verify,
-    web_search,
-)
+from kbqa.nodes import NODES
 from kbqa.routes import (
     route_after_check,
     route_after_cross_check,
@@ -63,17 +51,8 @@ def build_graph(
     builder = StateGraph(
         State, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
-    builder.add_node("classify", classify)
-    builder.add_node("retrieve", retrieve)
-    builder.add_node("generate", generate)
-    builder.add_node("check_abstention", check_abstention)
-    builder.add_node("cross_check", cross_check)
-    builder.add_node("retry", retry)
-    builder.add_node("verify", verify)
-    builder.add_node("fallback", fallback)
-    builder.add_node("web_search", web_search)
-    builder.add_node("extract", extract)
-    builder.add_node("finalize", finalize)
+    for node in NODES:
+        builder.add_node(node.__name__, node)
     builder.add_edge(START, "classify")
     builder.add_edge("classify", "retrieve")
     builder.add_conditional_edges("retrieve", route_after_retrieve, ["generate", "extract"])

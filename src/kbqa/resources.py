@@ -147,7 +147,7 @@ def verifier_name(ctx: Context) -> str:
     its base: the adapter is trained on it).
 
     Not whichever larger model is installed: every verifier measured on BanglaRQA validation
-    lowered more answers than it raised (docs/finetune.md, every stage measured), and the
+    lowered more answers than it raised (docs/finetune-log.md, every stage measured), and the
     generator costs the least time per question for it (a ``qwen2.5-coder-1.5b`` verifier took a
     median of 23.6 s a question against 3.0 s without one)."""
     return ctx.verifier_model or ctx.model

@@ -41,9 +41,9 @@ def test_non_utf8_file(tmp_path: Path) -> None:
 def test_missing_and_unsupported(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not found"):
         list(load_documents(tmp_path / "nope.jsonl"))
-    (tmp_path / "kb.pdf").write_bytes(b"%PDF")
+    (tmp_path / "kb.odt").write_bytes(b"PK")
     with pytest.raises(InputError, match="unsupported"):
-        list(load_documents(tmp_path / "kb.pdf"))
+        list(load_documents(tmp_path / "kb.odt"))
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match=r"no \.txt"):
         list(load_documents(tmp_path / "empty"))
@@ -61,6 +61,8 @@ def test_folder_of_text_markdown_and_html(tmp_path: Path) -> None:
     )
     docs = {d.doc_id: d for d in load_documents(tmp_path)}
     assert set(docs) == {"a.txt", "sub/b.md", "c.html"}
+    markdown = docs["sub/b.md"]
+    assert (markdown.title, markdown.text) == ("Title", "Title\nSome markdown text.")
     assert docs["c.html"].title == "Page C"
     assert "capital of France" in docs["c.html"].text
     assert "<p>" not in docs["c.html"].text
@@ -166,7 +168,7 @@ def _odd_folder(tmp_path: Path) -> tuple[Path, Path]:
     os.link(outside, kb / "passwd.txt")  # a hard link to a file outside the folder
     os.mkfifo(kb / "pipe.txt")  # reading it would block for ever
     (kb / "empty.md").write_bytes(b"")
-    (kb / "report.pdf").write_bytes(b"%PDF-1.4")
+    (kb / "report.odt").write_bytes(b"PK\x03\x04")
     (kb / "sub" / "two\nlines.txt").write_text("Paris is the capital of France.", "utf-8")
     return kb, outside
 
@@ -191,7 +193,7 @@ def test_a_folder_reads_only_its_regular_files_and_sums_up_the_rest(
         "1 hard links (--allow-hard-links reads them): passwd.txt",
         "1 not regular files (a FIFO, socket or device): pipe.txt",
         "1 empty files: empty.md",
-        "1 .pdf files (not .txt, .md or .html): report.pdf",
+        "1 .odt files (not .txt, .md, .html, .pdf or .docx): report.odt",
     ):
         assert part in summary  # fmt: skip
     assert "\n" not in summary
@@ -206,10 +208,11 @@ def test_hard_links_are_read_when_allowed(tmp_path: Path) -> None:
 def test_a_folder_with_nothing_to_read_names_what_it_skipped(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     kb.mkdir()
-    (kb / "a.pdf").write_bytes(b"%PDF")
+    (kb / "a.odt").write_bytes(b"PK")
     (kb / "b.txt").write_bytes(b"")
-    with pytest.raises(InputError, match=r"no \.txt, \.md or \.html file with text found "
-                       r"\(skipped 2 file\(s\).*1 \.pdf files.*1 empty files"):  # fmt: skip
+    nothing = (r"no \.txt, \.md, \.html, \.pdf or \.docx file with text found "
+               r"\(skipped 2 file\(s\).*1 \.odt files.*1 empty files")  # fmt: skip
+    with pytest.raises(InputError, match=nothing):
         list(load_documents(kb, warn=False))
 
 

@@ -1,4 +1,6 @@
-"""Load knowledge-base documents from a JSON Lines file or a folder of text/Markdown/HTML files.
+"""Load knowledge-base documents from a JSON Lines file, a MediaWiki dump, or a folder of text,
+Markdown, HTML, PDF and Word files (PDF and DOCX with the ``docs`` extra:
+:mod:`kbqa.corpus.formats`).
 
 JSON Lines format (as ``shared/data/*/kb.jsonl``): one object per line with ``doc_id``,
 ``title``, ``text`` and optional ``url`` / ``source``.
@@ -14,11 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from kbqa.corpus.document import Document
+from kbqa.corpus.formats import (
+    DOCS_HINT,
+    EXTRA_SUFFIXES,
+    docx_to_text,
+    extra_available,
+    markdown_to_text,
+    pdf_to_text,
+)
 from kbqa.corpus.html import decode_html, html_to_text
 from kbqa.errors import InputError
 from kbqa.text import escape_controls, is_blank
 
-FOLDER_SUFFIXES = (".txt", ".md", ".html", ".htm")
+FOLDER_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx")
+KINDS = ".txt, .md, .html, .pdf or .docx"
 
 
 def load_documents(
@@ -33,8 +44,10 @@ def load_documents(
 
     Args:
         path: A ``.jsonl`` file, a MediaWiki XML dump (``.xml`` / ``.xml.bz2``, see
-            :mod:`kbqa.corpus.wikidump`), or a folder holding ``.txt`` / ``.md`` / ``.html``
-            files (searched recursively; HTML is converted to text with trafilatura).
+            :mod:`kbqa.corpus.wikidump`), a folder holding ``.txt`` / ``.md`` / ``.html`` /
+            ``.pdf`` / ``.docx`` files (searched recursively; HTML is converted to text with
+            trafilatura, Markdown has its markup removed and its first heading as title, PDF
+            and DOCX need the ``docs`` extra), or one such file.
         skip_bad_lines: Log and skip a malformed JSON Lines line, or a folder file that cannot
             be read or is not text, instead of raising.
         skipped: When given, the message of each skipped line, file or symbolic link (never
@@ -64,12 +77,15 @@ def load_documents(
     elif p.suffix.lower() in (".jsonl", ".json", ".ndjson"):
         yield from _load_jsonl(p, skip_bad_lines=skip_bad_lines, skipped=skipped, warn=warn)
     elif p.suffix.lower() in FOLDER_SUFFIXES:
+        if p.suffix.lower() in EXTRA_SUFFIXES and not extra_available(p.suffix.lower()):
+            raise InputError(f"{escape_controls(str(p))}: reading {p.suffix.lower()} files "
+                             f"needs the docs extra: {DOCS_HINT}")  # fmt: skip
         yield _load_file(p, p.parent)
     else:
         raise InputError(
             f"{p}: unsupported knowledge-base format {p.suffix!r}; "
-            "give a .jsonl file, a MediaWiki .xml/.xml.bz2 dump or a folder of .txt/.md/.html "
-            "files"
+            f"give a .jsonl file, a MediaWiki .xml/.xml.bz2 dump, a {KINDS} file or a folder "
+            "of them"
         )
 
 
@@ -176,13 +192,15 @@ def _load_folder(
     warn: bool = True,
     allow_hard_links: bool = False,
 ) -> Iterator[Document]:
-    """The folder's ``.txt``/``.md``/``.html`` files, recursively, in path order.
+    """The folder's ``.txt``/``.md``/``.html``/``.pdf``/``.docx`` files, recursively, in path
+    order.
 
     Only regular files that belong to the folder are read. Skipped, each for a named reason:
     symbolic links (never followed: a link may lead out of the folder, to ``/etc/passwd``);
     hard links, a regular file with more than one name, which may be a file of anywhere on the
     same disk (unless ``allow_hard_links``); what is not a regular file (a FIFO, a socket, a
-    device); empty files; files of another type. One warning sums them up, by reason, with up
+    device); empty files; files of another type; PDF and DOCX files without the ``docs`` extra
+    (the summary says to install it). One warning sums them up, by reason, with up
     to :data:`SUMMARY_NAMES` names, escaped (:func:`~kbqa.text.escape_controls`); ``skipped``
     gets one message per item. A file that cannot be read or is not text (a NUL byte, invalid
     UTF-8) stops the load, or with ``skip_bad_lines`` is skipped and listed.
@@ -206,7 +224,10 @@ def _load_folder(
             skip(f, "symbolic links (not followed)", f"a symbolic link (to {target}), not followed")
             continue
         if f.suffix.lower() not in FOLDER_SUFFIXES:
-            skip(f, f"{f.suffix.lower() or 'no suffix'} files (not .txt, .md or .html)")
+            skip(f, f"{f.suffix.lower() or 'no suffix'} files (not {KINDS})")
+            continue
+        if f.suffix.lower() in EXTRA_SUFFIXES and not extra_available(f.suffix.lower()):
+            skip(f, f"{f.suffix.lower()} files ({DOCS_HINT})")
             continue
         st = f.lstat()
         if not stat.S_ISREG(st.st_mode):
@@ -237,7 +258,7 @@ def _load_folder(
         log.warning("%s", skip_summary(root, reasons))
     if not read:
         raise InputError(
-            f"{escape_controls(str(root))}: no .txt, .md or .html file with text found"
+            f"{escape_controls(str(root))}: no {KINDS} file with text found"
             + (f" ({skip_summary(root, reasons)})" if reasons else "")
         )
 
@@ -272,9 +293,13 @@ def _load_file(f: Path, root: Path) -> Document:
         raise InputError(
             f"{shown}: cannot be read ({exc.strerror or type(exc).__name__})"
         ) from None
+    rel = _name(f.relative_to(root).as_posix())
+    suffix = f.suffix.lower()
+    if suffix in (".pdf", ".docx"):
+        title, text = (pdf_to_text if suffix == ".pdf" else docx_to_text)(data, shown)
+        return Document(doc_id=rel, title=title or _name(f.stem).replace("_", " "), text=text)
     if b"\x00" in data[:8192]:
         raise InputError(f"{shown}: a binary file, not text (it holds NUL bytes)")
-    rel = _name(f.relative_to(root).as_posix())
     if f.suffix.lower() in (".html", ".htm"):
         title, text = html_to_text(decode_html(data))
         return Document(doc_id=rel, title=title or _name(f.stem), text=text)
@@ -284,4 +309,7 @@ def _load_file(f: Path, root: Path) -> Document:
         raise InputError(
             f"{shown}: not valid UTF-8 ({exc.reason} at byte {exc.start}); convert it to UTF-8"
         ) from None
+    if suffix in (".md", ".markdown"):
+        title, text = markdown_to_text(raw)
+        return Document(doc_id=rel, title=title or _name(f.stem).replace("_", " "), text=text)
     return Document(doc_id=rel, title=_name(f.stem).replace("_", " "), text=raw)

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from kbqa.answers.followup import LastTurn, is_followup, standalone_question, topic_title
+from kbqa.answers.followup import (
+    LastTurn,
+    is_followup,
+    question_subject,
+    standalone_question,
+    topic_title,
+)
 from kbqa.context import Context
 from kbqa.graph import build_graph, graph
 from kbqa.state import per_question_reset
@@ -79,6 +85,45 @@ def test_the_topic_is_the_cited_page_the_question_names() -> None:
     assert topic_title("রবীন্দ্রনাথ ঠাকুরের জন্ম কোথায়?", titles) == "রবীন্দ্রনাথ ঠাকুর"
     assert topic_title("নোবেল পুরস্কার কবে চালু হয়?", titles) == "এশিয়া"
     assert topic_title("x?", []) == ""
+
+
+def test_a_pronoun_refers_to_what_the_last_question_asked_about_not_the_page() -> None:
+    """Issue 36 item 3: after "আহসান মঞ্জিল কোন নদীর তীরে অবস্থিত?" answered from a page on
+    tourism, "এটি কবে প্রতিষ্ঠিত হয়?" became "বাংলাদেশের পর্যটন কবে প্রতিষ্ঠিত হয়?"."""
+    last = LastTurn("আহসান মঞ্জিল কোন নদীর তীরে অবস্থিত?", "বুড়িগঙ্গা", "location",
+                    "বাংলাদেশের পর্যটন")  # fmt: skip
+    assert standalone_question("এটি কবে প্রতিষ্ঠিত হয়?", "bn", last) == (
+        "আহসান মঞ্জিল কবে প্রতিষ্ঠিত হয়?"
+    )
+    bridge = LastTurn("পদ্মা সেতুর দৈর্ঘ্য কত?", "৬.১৫ কিলোমিটার", "number", "বাংলাদেশের সেতু")
+    assert standalone_question("এটি কবে উদ্বোধন করা হয়?", "bn", bridge) == (
+        "পদ্মা সেতু কবে উদ্বোধন করা হয়?"
+    )
+    opera = LastTurn("Who designed the Sydney Opera House?", "Jørn Utzon", "person",
+                     "Modern architecture")  # fmt: skip
+    assert standalone_question("When did it open?", "en", opera) == (
+        "When did Sydney Opera House open?"
+    )
+    # the page stays the topic when the question names it or the answer is its subject
+    paris = LastTurn("What is the capital of France?", "Paris", "location", "Paris")
+    assert standalone_question("Which river flows through it?", "en", paris).endswith("Paris?")
+    assert question_subject("কে গীতাঞ্জলি লিখেছেন?", "bn") == ""  # no subject before কে
+    assert question_subject("কক্সবাজার সমুদ্র সৈকতের দৈর্ঘ্য কত?", "bn") == "কক্সবাজার সমুদ্র সৈকত"
+
+
+def test_a_followup_keeps_its_own_question_type() -> None:
+    """The rewrite must not change a "where" question's type: the answer put in for "তিনি" may
+    hold a question word of its own (``কে এম`` is the initials K. M.)."""
+    from kbqa.answers.language import question_type
+    from kbqa.nodes import classify
+
+    turn = {"question": "বাংলাদেশের প্রথম স্পিকার কে ছিলেন?", "asked": "",
+            "answer": "কে এম ওবায়দুর রহমান", "abstained": False, "question_type": "person",
+            "title": "জাতীয় সংসদ"}  # fmt: skip
+    out = classify({"question": "তিনি কোথায় জন্মগ্রহণ করেন?", "history": [turn]}, None)
+    assert out["question"] == "কে এম ওবায়দুর রহমান কোথায় জন্মগ্রহণ করেন?"
+    assert question_type(out["question"]) == "person"  # what the rewrite alone would say
+    assert out["question_type"] == "location"
 
 
 def test_plain_questions_are_not_followups() -> None:

@@ -6,10 +6,14 @@ Rules, not a model (the 270M reader cannot rewrite reliably):
 - A question is a follow-up when it holds a referring pronoun (``তিনি``, ``তাঁর``, ``এটি``,
   ``he``, ``his``, ``it``, ``there``...) or opens with ``আর`` / ``and`` / ``what about``.
 - The referent is the last answer when the last question asked for a person (for ``he``,
-  ``she``, ``তিনি``...) or a place (for ``there``, ``সেখানে``), else the title of the page the last
-  answer was read from (the topic of the conversation): after "Who wrote Gitanjali?" ->
-  "Rabindranath Tagore", "he" is the answer; after "When was the Eiffel Tower built?", "it" is
-  the page "Eiffel Tower".
+  ``she``, ``তিনি``...) or a place (for ``there``, ``সেখানে``), else the topic: what the last
+  question asked about. That is the title of the page the last answer was read from when the
+  question names it or the answer is that page's subject; otherwise the question's subject
+  (:func:`question_subject`: the words before a Bangla question word, the capitalised name of
+  an English question), because the page an answer happens to be read from is often about
+  something else (after "আহসান মঞ্জিল কোন নদীর তীরে অবস্থিত?" answered from a page on tourism
+  in Bangladesh, "এটি" is আহসান মঞ্জিল). After "Who wrote Gitanjali?" -> "Rabindranath Tagore",
+  "he" is the answer; after "When was the Eiffel Tower built?", "it" is "Eiffel Tower".
 - A demonstrative and its noun (``এই জাদুঘর``, ``this museum``) refer to the last answer when
   the last question asked for that noun (``কোন জাদুঘরে ...?``, ``which museum ...?``), else to
   the page title when the title holds it; they become the referent with the noun kept
@@ -57,6 +61,21 @@ _DET_NOUN = {
 }
 """A demonstrative and the word after it, else one word (the words :func:`standalone_question`
 replaces)."""
+BN_QUESTION_WORDS = frozenset({
+    "কোন", "কোনটি", "কোনটা", "কবে", "কোথায়", "কোথা", "কোথাকার", "কে", "কী", "কি", "কত", "কতটি",
+    "কতজন", "কয়টি", "কয়জন", "কেন", "কীভাবে", "কিভাবে", "কার", "কাকে", "কাদের", "কারা", "কেমন",
+})  # fmt: skip
+"""Bangla question words; a question's subject is usually written before the first of them
+(subject-object-verb order: ``আহসান মঞ্জিল কোন নদীর তীরে অবস্থিত?``)."""
+_EN_NAME = regex.compile(
+    r"(?:[\p{Lu}][\p{L}\p{M}'.-]*)(?:\s+(?:of\s+|the\s+|de\s+)?[\p{Lu}][\p{L}\p{M}'.-]*)*"
+)
+"""An English name: capitalised words, ``of`` / ``the`` between them (``Bank of England``)."""
+_BN_GENITIVE = regex.compile(r"(?:ের|(?<=[\u09be-\u09cc\u0985-\u0994])র)$")
+"""A Bangla genitive ending (``সৈকতের``, ``সেতুর``), for a subject's possessor."""
+_EN_POSSESSIVE = regex.compile(r"(?:'s|')$")
+SUBJECT_WORDS = 5
+"""Most words a question's subject may have; a longer run is a clause, not a name."""
 _BN_VOWEL_END = regex.compile(r"[\u09be-\u09cc\u0985-\u0994]$")
 """A Bangla word ending in a vowel or vowel sign takes ``র`` for the genitive, others ``ের``."""
 
@@ -127,6 +146,41 @@ def _demonstrative_referent(noun: str, last: LastTurn, lang: str) -> str:
     return ""
 
 
+def question_subject(question: str, lang: str) -> str:
+    """What ``question`` asks about ("" when no short subject is found): in Bangla the words
+    before its first question word (at most :data:`SUBJECT_WORDS`); in English its longest
+    capitalised name, the first word of the question left out."""
+    words = [str(w) for w in _WORD.findall(question)]
+    if lang == "bn":
+        first = next((i for i, w in enumerate(words) if w in BN_QUESTION_WORDS), None)
+        if not first or first > SUBJECT_WORDS:
+            return ""
+        phrase = words[:first]
+        # "পদ্মা সেতুর দৈর্ঘ্য": the bridge, not its length; the last possessor, since a name may
+        # end like a genitive itself ("কক্সবাজার সমুদ্র সৈকতের")
+        owners = [i for i, word in enumerate(phrase[:-1]) if _BN_GENITIVE.search(word)]
+        if owners:
+            i = owners[-1]
+            return " ".join([*phrase[:i], _BN_GENITIVE.sub("", phrase[i])])
+        return " ".join(phrase)
+    body = question.split(maxsplit=1)[1] if len(question.split()) > 1 else ""
+    names = sorted((str(m.group(0)) for m in _EN_NAME.finditer(body)), key=len, reverse=True)
+    name = _EN_POSSESSIVE.sub("", names[0]) if names else ""
+    return name if len(name.split()) <= SUBJECT_WORDS else ""
+
+
+def topic(last: LastTurn, lang: str) -> str:
+    """What ``last`` asked about: the page title when the question names it or the answer is
+    it, else the question's subject, else the page title, else the answer."""
+    from kbqa.answers.normalize import normalize_answer
+
+    title, asked = normalize_answer(last.title), f" {normalize_answer(last.question)}"
+    answer = normalize_answer(last.answer)
+    if title and (f" {title}" in asked or (answer and (title in answer or answer in title))):
+        return last.title
+    return question_subject(last.question, lang) or last.title or last.answer
+
+
 def _genitive(referent: str, lang: str) -> str:
     if lang == "en":
         return f"{referent}'" if referent.endswith("s") else f"{referent}'s"
@@ -145,9 +199,10 @@ def standalone_question(question: str, language: str, last: LastTurn | None) -> 
     if last is None or not is_followup(question, language):
         return question
     lang = "bn" if language == "bn" else "en"
-    person = last.answer if last.question_type == "person" and last.answer else last.title
-    place = last.answer if last.question_type == "location" and last.answer else last.title
-    thing = last.title or last.answer
+    about = topic(last, lang)
+    person = last.answer if last.question_type == "person" and last.answer else about
+    place = last.answer if last.question_type == "location" and last.answer else about
+    thing = about
     if not (person or place or thing):
         return question
     replaced = False

@@ -38,13 +38,16 @@ def classify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                  last["question_type"], last["title"]) if last else None,
     )  # fmt: skip
     rewritten = standalone != question
+    # a follow-up keeps its own type: the referent put in may hold a question word of its own
+    own_type = question_type(question)
+    qtype = own_type if rewritten and own_type != "other" else question_type(standalone)
     return {
         # a new question: every per-question field starts over (a thread may hold an old run)
         **per_question_reset(),
         "question": standalone,
         "asked": question if rewritten else "",
         "language": language,
-        "question_type": question_type(standalone),
+        "question_type": qtype,
         "retries": 0,
         # the lists start over too; @node adds "classify" (and the status) after the RESET
         "route": [RESET, *(["classify: follow-up rewritten"] if rewritten else [])],

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv and install kbqa into it (editable), with the extras named as arguments
-# (dev, finetune, qwen, milvus, server, postgres, hf, bge, docs; e.g. `bash scripts/setup.sh milvus server`). llama-cpp-python is published only as source: it is compiled once (about 5
+# (dev, finetune, qwen, milvus, server, postgres, hf, bge, docs, web; e.g. `bash scripts/setup.sh milvus server`). llama-cpp-python is published only as source: it is compiled once (about 5
 # minutes on 2 cores) and its wheel cached in $KBQA_WHEEL_CACHE (default ~/.cache/kbqa/wheels), so later
 # installs on the same machine take seconds.
 set -euo pipefail

@@ -136,6 +136,8 @@ def test_tiny_training_changes_the_adapter_not_the_base(
     base = [n for n in before if "lora_" not in n]
     assert lora_b and all(not torch.equal(before[n], after[n]) for n in lora_b)
     assert base and all(torch.equal(before[n], after[n]) for n in base)
+    # issue 36: a short run logs every step, so its loss.png has a curve, not only a legend
+    assert [h["step"] for h in result.log_history if "loss" in h] == [1, 2, 3, 4]
     plot_loss(result.log_history, tmp_path / "loss.png")
     assert (tmp_path / "loss.png").stat().st_size > 1000
 

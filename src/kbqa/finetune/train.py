@@ -310,7 +310,7 @@ def train_reader(
         max_steps=steps,
         learning_rate=cursor.schedule["learning_rate"],
         weight_decay=0.0,
-        logging_steps=5,
+        logging_steps=LOGGING_STEPS if steps >= 10 * LOGGING_STEPS else 1,  # a curve for any run
         save_strategy="no",
         train_sampling_strategy="sequential",  # the order is epoch_order's, from the cursor
         bf16=cfg.bf16,
@@ -371,8 +371,14 @@ def train_reader(
     )
 
 
+LOGGING_STEPS = 5
+"""Optimizer steps between logged losses; a run shorter than ten of them logs every step, so
+its loss curve has a point per step."""
+
+
 def plot_loss(log_history: Sequence[dict[str, Any]], path: Path) -> None:
-    """Training loss per logging step (and the final validation loss) as a PNG."""
+    """Training loss per logging step (and the final validation loss) as a PNG; a run with few
+    points draws them as markers, and one with no logged step its mean loss at its last step."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -380,8 +386,12 @@ def plot_loss(log_history: Sequence[dict[str, Any]], path: Path) -> None:
 
     steps = [h["step"] for h in log_history if "loss" in h]
     losses = [h["loss"] for h in log_history if "loss" in h]
+    if not steps:  # only the trainer's summary: the run's mean loss
+        steps = [h["step"] for h in log_history if "train_loss" in h][-1:]
+        losses = [h["train_loss"] for h in log_history if "train_loss" in h][-1:]
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(steps, losses, label="train loss (answer tokens)")
+    ax.plot(steps, losses, marker="o" if len(steps) <= 20 else None,
+            label="train loss (answer tokens)")  # fmt: skip
     evals = [(h["step"], h["eval_loss"]) for h in log_history if "eval_loss" in h]
     if evals:
         ax.scatter(*zip(*evals, strict=True), color="C1", label="validation loss", zorder=3)

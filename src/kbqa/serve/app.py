@@ -1,0 +1,207 @@
+"""The chat page's server: one HTML page with no build step (``page.html``, plain JavaScript)
+and a small JSON and server-sent-events API over the same graph ``kbqa chat`` runs.
+
+Why not LangChain's Agent Chat UI: it is a Next.js application built with npm against the
+LangGraph server API; ``langgraph dev`` serves that API, but the UI's build and its client
+packages are more than a page kbqa can ship and test offline, and it shows messages, not an
+answer with its sources, the sentence each came from and the reader's own answer. So kbqa serves
+its own page (Starlette, the ASGI toolkit FastAPI is built on, run by uvicorn; the ``web``
+extra), and its stream is :func:`kbqa.api.stream_events`, the decoder ``kbqa ask``, ``kbqa
+chat`` and :meth:`kbqa.KBQA.stream` share.
+
+Routes:
+
+- ``GET /``: the page.
+- ``POST /api/ask`` ``{"question": str, "thread": str | null}``: a ``text/event-stream`` of
+  ``node`` (``{"node", "line"}``), ``token`` (``{"node", "text"}``) and one ``answer`` event
+  (:func:`answer_payload`), or one ``error`` event (``{"message"}``).
+- ``GET /api/threads/{thread}``: the thread's turns (``[]`` for a new one), to resume it.
+- ``GET /passage/{index}/{chunk_id}``: a cited chunk with the answer's sentence highlighted, the
+  link of a source that has no URL of its own.
+
+Questions are answered one at a time (one reader, one lock); threads persist in the same store
+as ``kbqa chat`` (``--db``, default ``~/.cache/kbqa/chat.sqlite``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from importlib import resources
+from typing import Any
+
+from kbqa.context import Context
+
+LOOPBACK = "127.0.0.1"
+INSTALL_HINT = "pip install 'kbqa[web]' (starlette, uvicorn)"
+
+
+def answer_payload(out: dict[str, Any], sentence_of: Any) -> dict[str, Any]:
+    """What the page shows for one answer: the answer, whether it abstained and why, the
+    reader's own answer when a later stage replaced it, the question as understood (a
+    follow-up), and the sources, each with the sentence the answer came from and a link.
+
+    Args:
+        out: The graph's output (:class:`~kbqa.state.OutputState`).
+        sentence_of: ``source -> str``: the sentence of a cited chunk that holds the answer.
+    """
+    from kbqa.cli.explain import abstention_reason, reader_note
+
+    sources = []
+    for src in out.get("sources", []):
+        index = out.get("context_index") or "main"
+        sources.append({
+            "title": src.get("title") or src.get("doc_id", ""),
+            "doc_id": src.get("doc_id", ""),
+            "url": src.get("url") or f"/passage/{index}/{src.get('chunk_id', -1)}",
+            "sentence": sentence_of(src),
+        })  # fmt: skip
+    return {
+        "answer": str(out.get("answer", "")),
+        "abstained": bool(out.get("abstained")),
+        "why": abstention_reason(out),
+        "reader_note": reader_note(out),
+        "understood_as": out.get("question") if out.get("asked") else None,
+        "answered_by": out.get("answered_by", ""),
+        "sources": sources,
+    }
+
+
+class ChatService:
+    """The graph with a thread store, answering one question at a time.
+
+    Args:
+        ctx: The run's settings.
+        db: The thread store (``kbqa chat --db``): a SQLite file, a ``postgresql://`` URL, or
+            None for the default file.
+
+    Raises:
+        ValueError: The store cannot be opened (:func:`~kbqa.threads.sqlite.open_threads`).
+    """
+
+    def __init__(self, ctx: Context, db: str | None = None) -> None:
+        from kbqa.graph import build_graph
+        from kbqa.threads.sqlite import open_threads
+
+        self.ctx = ctx
+        self.store = open_threads(db)
+        self.graph = build_graph(checkpointer=self.store.checkpointer)
+        self.lock = threading.Lock()
+
+    def config(self, thread: str) -> Any:
+        """The LangGraph config of ``thread``."""
+        return {"configurable": {"thread_id": thread}}
+
+    def history(self, thread: str) -> list[dict[str, Any]]:
+        """The thread's turns, oldest first (``[]`` for a thread never asked in)."""
+        with self.lock:
+            values = self.graph.get_state(self.config(thread)).values
+        return list(values.get("history", [])) if values else []
+
+    def ask(self, question: str, thread: str) -> Iterator[dict[str, Any]]:
+        """Events for the page (see the module docstring), the last an ``answer`` or ``error``."""
+        from kbqa.api import stream_events
+        from kbqa.errors import KBQAError
+
+        with self.lock:
+            try:
+                for event in stream_events(self.graph, question, self.config(thread), self.ctx):
+                    if event.kind == "token":
+                        yield {"event": "token", "node": event.node, "text": event.text}
+                    elif event.kind == "node":
+                        route = [r for r in event.update.get("route", [])[1:]
+                                 if isinstance(r, str) and ":" in r]  # fmt: skip
+                        yield {"event": "node", "node": event.node,
+                               "line": " ".join(route) or event.node}  # fmt: skip
+                    elif event.answer is not None:
+                        out = event.answer.output
+                        payload = answer_payload(out, lambda src, out=out: self.sentence(out, src))
+                        yield {"event": "answer", "thread": thread, **payload}
+            except (KBQAError, ValueError) as exc:
+                yield {"event": "error", "message": str(exc)}
+
+    def sentence(self, out: dict[str, Any], src: dict[str, Any]) -> str:
+        """The sentence of a cited chunk that holds the answer ("" when none, or abstained)."""
+        from kbqa.answers.extract import sentences
+        from kbqa.answers.snap import grounded
+
+        text = self.chunk_text(out.get("context_index") or "main", int(src.get("chunk_id", -1)))
+        if out.get("abstained") or not text:
+            return ""
+        answer = str(out.get("answer", ""))
+        return next((s.strip() for s in sentences(text) if grounded(answer, [s])), "")
+
+    def chunk_text(self, index: str, chunk_id: int) -> str:
+        """The text of chunk ``chunk_id`` of the run's index (``main``) or its ``precision``
+        sub-index ("" when there is no such chunk)."""
+        from kbqa.resources import retriever_for
+
+        chunks = retriever_for(self.ctx, None if index == "main" else index).chunks
+        return chunks[chunk_id].text if 0 <= chunk_id < len(chunks) else ""
+
+
+def create_app(service: ChatService) -> Any:
+    """The Starlette application serving ``service`` (routes in the module docstring).
+
+    Raises:
+        ModelError: Starlette is not installed.
+    """
+    try:
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import HTMLResponse, JSONResponse, StreamingResponse
+        from starlette.routing import Route
+    except ImportError:
+        from kbqa.errors import ModelError
+
+        raise ModelError(f"kbqa serve needs Starlette and uvicorn: {INSTALL_HINT}") from None
+    page = resources.files("kbqa.serve").joinpath("page.html").read_text(encoding="utf-8")
+
+    async def index(request: Request) -> HTMLResponse:
+        return HTMLResponse(page)
+
+    async def ask(request: Request) -> Any:
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        question = body.get("question") if isinstance(body, dict) else None
+        thread = body.get("thread") if isinstance(body, dict) else None
+        if not isinstance(question, str) or not question.strip():
+            return JSONResponse({"error": "question is empty: ask a non-empty question"}, 400)
+        if thread is not None and (not isinstance(thread, str) or not thread.strip()):
+            return JSONResponse({"error": "thread must be a non-empty string or null"}, 400)
+        thread = thread or uuid.uuid4().hex[:12]
+
+        def stream() -> Iterator[str]:
+            for event in service.ask(question, thread):
+                kind = event.pop("event")
+                yield f"event: {kind}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})  # fmt: skip
+
+    async def history(request: Request) -> JSONResponse:
+        return JSONResponse(service.history(request.path_params["thread"]))
+
+    async def passage(request: Request) -> HTMLResponse:
+        index, chunk = request.path_params["index"], request.path_params["chunk_id"]
+        text = service.chunk_text(index, chunk) if index in ("main", "precision") else ""
+        if not text:
+            return HTMLResponse("<p>no such passage</p>", 404)
+        mark = request.query_params.get("mark", "")
+        shown = html.escape(text)
+        if mark and html.escape(mark) in shown:
+            shown = shown.replace(html.escape(mark), f"<mark>{html.escape(mark)}</mark>", 1)
+        return HTMLResponse(f"<!doctype html><meta charset='utf-8'><title>passage {chunk}"
+                            f"</title><p style='white-space:pre-wrap'>{shown}</p>")  # fmt: skip
+
+    return Starlette(routes=[
+        Route("/", index),
+        Route("/api/ask", ask, methods=["POST"]),
+        Route("/api/threads/{thread}", history),
+        Route("/passage/{index}/{chunk_id:int}", passage),
+    ])  # fmt: skip

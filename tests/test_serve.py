@@ -1,0 +1,95 @@
+"""``kbqa serve`` (issue 36 item 2): the chat page's API on a tiny index with a scripted reader,
+through Starlette's test client (no port is opened): the page, the streamed events, the answer
+with its sources and sentences, a follow-up in the same thread, resuming a thread, the passage
+link, and bad input. The page itself in a real browser is tests/test_serve_browser.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+from starlette.testclient import TestClient
+
+from kbqa.context import Context
+from kbqa.serve.app import ChatService, create_app
+
+
+def events(response: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The ``(event, data)`` pairs of a server-sent-events body."""
+    out = []
+    for block in response.text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        out.append((lines["event"], json.loads(lines["data"])))
+    return out
+
+
+@pytest.fixture
+def client(both_index: Path, tmp_path: Path, request: pytest.FixtureRequest) -> TestClient:
+    script = f"fake/script:১৯১৩|কলকাতায়#{request.node.name}"  # a script of its own per test
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", cross_check="off",
+                  model=script, web_search="off")  # fmt: skip
+    service = ChatService(ctx, str(tmp_path / "threads.sqlite"))
+    return TestClient(create_app(service))
+
+
+def test_the_page_is_served(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert "/api/ask" in page.text and "<script>" in page.text
+
+
+def test_an_answer_streams_with_its_progress_sources_and_thread(client: TestClient) -> None:
+    response = client.post("/api/ask", json={"question": "রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?"})
+    assert response.headers["content-type"].startswith("text/event-stream")
+    got = events(response)
+    kinds = [k for k, _ in got]
+    assert kinds[-1] == "answer" and "node" in kinds and "token" in kinds
+    assert kinds.index("token") < kinds.index("answer")  # the reader's text before the answer
+    nodes = [d["node"] for k, d in got if k == "node"]
+    assert nodes[:3] == ["classify", "retrieve", "generate"] and nodes[-1] == "finalize"
+    answer = got[-1][1]
+    assert answer["answer"] == "১৯১৩" and not answer["abstained"] and answer["thread"]
+    source = answer["sources"][0]
+    assert source["title"] == "রবীন্দ্রনাথ ঠাকুর" and "১৯১৩" in source["sentence"]
+    assert source["url"].startswith("/passage/main/")  # no URL of its own: the passage page
+    passage = client.get(source["url"], params={"mark": source["sentence"]})
+    assert passage.status_code == 200 and f"<mark>{source['sentence']}</mark>" in passage.text
+
+
+def test_a_follow_up_in_the_thread_and_the_thread_resumed(client: TestClient) -> None:
+    first = events(client.post("/api/ask", json={
+        "question": "রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?", "thread": "t1"}))  # fmt: skip
+    assert first[-1][1]["thread"] == "t1"
+    second = events(client.post("/api/ask", json={
+        "question": "আর তিনি কোথায় জন্মগ্রহণ করেন?", "thread": "t1"}))  # fmt: skip
+    answer = second[-1][1]
+    assert answer["understood_as"] == "রবীন্দ্রনাথ ঠাকুর কোথায় জন্মগ্রহণ করেন?"
+    assert answer["answer"] == "কলকাতায়"
+    turns = client.get("/api/threads/t1").json()
+    assert [t["answer"] for t in turns] == ["১৯১৩", "কলকাতায়"]
+    assert turns[1]["asked"] == "আর তিনি কোথায় জন্মগ্রহণ করেন?"
+    assert client.get("/api/threads/never-asked").json() == []
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [({"question": "  "}, "question is empty"), ({}, "question is empty"),
+     ({"question": "ঢাকা?", "thread": 5}, "thread must be"), ("not json", "question is empty")],
+)  # fmt: skip
+def test_bad_requests_are_refused_by_name(client: TestClient, body: Any, problem: str) -> None:
+    if isinstance(body, str):
+        response = client.post("/api/ask", content=body)
+    else:
+        response = client.post("/api/ask", json=body)
+    assert response.status_code == 400 and problem in response.json()["error"]
+
+
+def test_a_passage_that_is_not_there_is_a_404(client: TestClient) -> None:
+    assert client.get("/passage/main/99999").status_code == 404
+    assert client.get("/passage/other/0").status_code == 404

@@ -1,0 +1,86 @@
+"""``kbqa serve`` in a real headless browser (issue 36 item 2): Chromium from Debian's packages,
+driven by Playwright. Ask, see the answer and its sources, follow a source's link to the
+passage with its sentence highlighted, ask a follow-up, and resume the thread in a new page.
+The server is the real command (``kbqa serve --port 0``) on 127.0.0.1, over a tiny index with a
+scripted reader, so the figures are deterministic; the integration tier, because it needs the
+browser."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture
+def served(both_index: Path, tmp_path: Path) -> Iterator[str]:
+    pytest.importorskip("uvicorn")
+    command = [sys.executable, "-m", "kbqa.cli", "serve", "--index", str(both_index),
+               "--embedder", "fake/hash", "--model", "fake/script:১৯১৩|কলকাতায়",
+               "--cross-check", "off", "--web-search", "off", "--port", "0",
+               "--db", str(tmp_path / "threads.sqlite")]  # fmt: skip
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        url = ""
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            found = re.search(r"kbqa serve: (http://127\.0\.0\.1:\d+/)", line)
+            if found:
+                url = found.group(1)
+                break
+        assert url, f"kbqa serve did not start (exit {proc.poll()})"
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
+def test_ask_see_sources_follow_a_link_and_resume_a_thread(served: str) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                     args=["--no-sandbox"])  # fmt: skip
+        page = browser.new_page()
+        page.goto(served)
+        page.fill("#question", "রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?")
+        page.click("button[type=submit]")
+        answer = page.locator(".turn .answer").first
+        answer.wait_for(timeout=60_000)
+        assert answer.inner_text() == "১৯১৩"
+        assert "done" in page.locator(".turn .progress").first.inner_text()
+        source = page.locator(".sources a.source").first
+        assert source.inner_text() == "রবীন্দ্রনাথ ঠাকুর"
+        assert "১৯১৩" in page.locator(".sources .sentence mark").first.inner_text()
+        with page.context.expect_page() as opened:
+            source.click()
+        passage = opened.value
+        passage.wait_for_load_state()
+        assert "১৯১৩" in passage.locator("mark").inner_text()
+
+        thread = page.locator("#thread").inner_text()
+        assert thread and thread != "(new)" and f"thread={thread}" in page.url
+        page.fill("#question", "আর তিনি কোথায় জন্মগ্রহণ করেন?")
+        page.click("button[type=submit]")
+        page.locator(".turn").nth(1).locator(".answer").wait_for(timeout=60_000)
+        second = page.locator(".turn").nth(1)
+        assert second.locator(".answer").inner_text() == "কলকাতায়"
+        assert "রবীন্দ্রনাথ ঠাকুর কোথায়" in second.locator(".note").first.inner_text()
+
+        resumed = browser.new_page()
+        resumed.goto(f"{served}#thread={thread}")
+        resumed.locator(".turn").nth(1).wait_for(timeout=30_000)
+        answers = resumed.locator(".turn .answer").all_inner_texts()
+        assert answers == ["১৯১৩", "কলকাতায়"]
+        browser.close()

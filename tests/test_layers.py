@@ -60,7 +60,7 @@ def test_the_answer_logic_imports_no_langgraph_and_no_graph(module: str) -> None
 
 
 def test_only_evaluation_finetuning_the_api_and_the_cli_stand_above_the_graph() -> None:
-    above = ("kbqa.evals", "kbqa.finetune", "kbqa.api", "kbqa.cli")
+    above = ("kbqa.evals", "kbqa.finetune", "kbqa.api", "kbqa.cli", "kbqa.serve")
     users = {m for m, found in MODULES.items() if any(under(i, "kbqa.graph") for i in found)}
     assert users and all(any(under(m, a) for a in above) for m in users), users
 
@@ -102,7 +102,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("kbqa.passages",),
     ("kbqa.nodes",),
     ("kbqa.routes", "kbqa.graph"),
-    ("kbqa.api", "kbqa.langchain_retriever", "kbqa.threads"),
+    ("kbqa.api", "kbqa.langchain_retriever", "kbqa.threads", "kbqa.serve"),
     ("kbqa.evals", "kbqa.finetune"),
     ("kbqa.cli",),
 ]
@@ -138,7 +138,7 @@ def test_finetuning_imports_no_node_and_serving_no_evaluation() -> None:
     finetune = {m for m in MODULES if under(m, "kbqa.finetune")}
     assert not {(m, i) for m in finetune for i in MODULES[m] if under(i, "kbqa.nodes")}
     serving = {m for m in MODULES if m != "kbqa" and layer_of(m) <= layer_of("kbqa.api")} | {
-        "kbqa.cli.ask", "kbqa.cli.chat", "kbqa.cli.chat_commands",
+        "kbqa.cli.ask", "kbqa.cli.chat", "kbqa.cli.chat_commands", "kbqa.cli.serve",
     }  # fmt: skip
     assert not {(m, i) for m in serving for i in MODULES[m] if under(i, "kbqa.evals")}
 

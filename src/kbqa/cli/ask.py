@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from kbqa.answers.explain import abstention_reason, reader_note
 from kbqa.cli.app import app, fail
-from kbqa.cli.explain import abstention_reason, reader_note
 from kbqa.cli.settings import context_options
 from kbqa.errors import KBQAError
 from kbqa.text import escape_controls, is_blank
@@ -137,7 +137,7 @@ def _seconds(out: dict[str, Any], *nodes: str) -> float:
 
 
 def print_answer(out: dict[str, Any], index_dir: str) -> None:
-    """The answer, whether it abstained and why (:func:`~kbqa.cli.explain.abstention_reason`),
+    """The answer, whether it abstained and why (:func:`~kbqa.answers.explain.abstention_reason`),
     the reader's own answer when a later stage replaced it, its numbered sources and the
     route."""
     typer.echo(f"answer: {out['answer']}")

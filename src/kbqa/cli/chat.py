@@ -18,10 +18,10 @@ from typing import Annotated, Any
 
 import typer
 
+from kbqa.answers.explain import abstention_reason, reader_note
 from kbqa.cli.app import app, fail
 from kbqa.cli.ask import WEB_SEARCH_OFF, load_models, make_context, reachable
 from kbqa.cli.chat_commands import run_command
-from kbqa.cli.explain import abstention_reason, reader_note
 from kbqa.cli.settings import context_options, option_args
 from kbqa.context import Context
 from kbqa.state import RESET
@@ -186,7 +186,7 @@ class Session:
 
     def show_answer(self) -> None:
         """The answer, why it was abstained on, the reader's own answer when a later stage
-        replaced it (:mod:`kbqa.cli.explain`) and the first three sources."""
+        replaced it (:mod:`kbqa.answers.explain`) and the first three sources."""
         out = self.last
         if out.get("asked"):
             self.say(f"  (understood as: {out['question']})", "dim")

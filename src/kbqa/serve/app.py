@@ -48,7 +48,7 @@ def answer_payload(out: dict[str, Any], sentence_of: Any) -> dict[str, Any]:
         out: The graph's output (:class:`~kbqa.state.OutputState`).
         sentence_of: ``source -> str``: the sentence of a cited chunk that holds the answer.
     """
-    from kbqa.cli.explain import abstention_reason, reader_note
+    from kbqa.answers.explain import abstention_reason, reader_note
 
     sources = []
     for src in out.get("sources", []):

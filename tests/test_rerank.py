@@ -134,7 +134,7 @@ def test_context_validates_the_reranker_settings() -> None:
         match=r"reranker must be one of off, lexical, hf:PATH_OR_NAME, "
         r"bge-reranker-v2-m3\[:FOLDER\] or a directory",
     ):
-        Context(reranker="bge")
+        Context(reranker="bge").check_paths()
     with pytest.raises(ValueError, match="rerank_weight must be in"):
         Context(rerank_weight=2.0)
     with pytest.raises(ValueError, match="rerank_pool must be a positive integer"):
@@ -163,8 +163,9 @@ def test_a_directory_that_is_no_reranker_is_named_with_the_reason(tmp_path: Path
             (folder / "manifest.json").unlink(missing_ok=True)
             if manifest:
                 (folder / "manifest.json").write_text(manifest)
+        ctx = Context(reranker=str(folder))  # no file is read until the run starts
         with pytest.raises(ValueError, match=re.escape(reason)):
-            Context(reranker=str(folder))
+            ctx.check_paths()
         with pytest.raises(ModelError, match=re.escape(reason)):
             load_llm_reranker(folder)
 

@@ -368,6 +368,20 @@ def test_a_generator_failing_at_run_time_hands_over_to_the_extractor(both_index:
     assert out["sources"] and out["sources"][0]["chunk_id"] >= 0
 
 
+def test_settings_are_checked_without_reading_a_file_and_paths_before_a_run(
+    tmp_path: Path,
+) -> None:
+    """Issue 35 item 4: Context checks values only; the files it names are checked by
+    check_paths, which preload and every command run before the first question."""
+    ctx = Context(web_search=f"static:{tmp_path}/none.json", reranker=str(tmp_path / "rr"))
+    with pytest.raises(ValueError, match=r"web_search 'static:.*none\.json': no such file"):
+        ctx.check_paths()
+    (tmp_path / "none.json").write_text("[]")
+    with pytest.raises(ValueError, match=r"reranker must be one of .* no such directory"):
+        ctx.check_paths()
+    Context(web_search=f"static:{tmp_path}/none.json").check_paths()
+
+
 def test_unknown_web_search_names_are_refused() -> None:
     with pytest.raises(
         ValueError, match=r"web_search \(\$KBQA_WEB_SEARCH, --web-search\) must be ddgs, off"

@@ -141,6 +141,8 @@ class KBQA:
             ``thread_id``. None: every question starts fresh.
 
     Raises:
+        ValueError: A file a setting names is missing: a ``static:PATH`` web search, a
+            reranker directory (``load``; :meth:`~kbqa.context.Context.check_paths`).
         IndexLoadError: The index cannot be loaded (``load``).
         ModelError: An unknown model name or a bad adapter (``load``); a reader that cannot load
             (llama-cpp-python not installed, say) is a logged warning: the pattern extractor

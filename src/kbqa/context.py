@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -255,114 +256,48 @@ class Context:
     )
 
     def __post_init__(self) -> None:
-        for name in (
-            "k",
-            "retry_k",
-            "candidate_pool",
-            "rerank_pool",
-            "n_ctx",
-            "max_answer_tokens",
-            "max_answer_chars",
-            "max_verify_tokens",
-            "web_max_results",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.n_ctx > MAX_N_CTX:
-            raise ValueError(f"n_ctx must be at most {MAX_N_CTX} tokens, got {self.n_ctx}")
-        for name in ("max_retries", "n_threads"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+        """Check every field against :data:`FIELD_CHECKS` (its type from its annotation, then
+        its own rule) and the settings together against :data:`RULES`; nothing here reads a
+        file or the network (:meth:`check_paths` does, before a run).
+
+        Raises:
+            ValueError: The first setting that breaks a check, named with its value.
+        """
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.type in ("bool", bool) and not isinstance(value, bool):
-                raise ValueError(f"{f.name} must be true or false, got {value!r}")
-            if f.type in ("str", str) and not isinstance(value, str):
-                raise ValueError(f"{f.name} must be a string, got {value!r}")
-            number = f.type in ("float", float) or (f.type == "float | None" and value is not None)
-            if number and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise ValueError(f"{f.name} must be a number, got {value!r}")
-        for name in ("bm25_weight", "dense_weight", "web_timeout", "abstention_threshold",
-                     "llm_timeout", "rerank_weight"):  # fmt: skip
-            value = getattr(self, name)
-            if value is not None and not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-        for name in ("abstention_phrase", "abstention_phrase_en"):
-            if not getattr(self, name).strip():
-                raise ValueError(f"{name} must not be empty: it is the answer of an abstention")
-        if not 0 <= self.max_retries <= MAX_RETRIES:
-            raise ValueError(
-                f"max_retries must be between 0 and {MAX_RETRIES}, got {self.max_retries!r}"
-            )
-        from kbqa.web_search import known_web_search
+            problem = _type_problem(f.name, f.type, value)
+            if problem is None and f.name in FIELD_CHECKS:
+                problem = FIELD_CHECKS[f.name](value)
+            if problem:
+                raise ValueError(problem if problem.startswith(f.name) else f"{f.name} {problem}")
+        for rule in RULES:
+            if problem := rule(self):
+                raise ValueError(problem)
 
-        if not known_web_search(self.web_search):
-            raise ValueError(
-                "web_search ($KBQA_WEB_SEARCH, --web-search) must be ddgs, off, static:PATH "
-                f"of an existing file, or a registered name; got {self.web_search!r}"
-            )
-        if not 0 < self.llm_timeout <= 3600:
-            raise ValueError(f"llm_timeout must be in (0, 3600] seconds, got {self.llm_timeout!r}")
-        if not 0 < self.web_timeout <= 60:
-            raise ValueError(f"web_timeout must be in (0, 60] seconds, got {self.web_timeout!r}")
-        if (
-            self.bm25_weight < 0
-            or self.dense_weight < 0
-            or self.bm25_weight + self.dense_weight <= 0
+    def check_paths(self) -> None:
+        """The checks that read files, run before the first question (by
+        :func:`~kbqa.resources.preload` and every ``kbqa`` command): a ``static:PATH`` web
+        search's file exists, and a reranker directory holds a reranker's manifest.
+
+        Raises:
+            ValueError: The file or directory named is missing or of the wrong kind.
+        """
+        if self.web_search.startswith("static:") and not os.path.isfile(
+            self.web_search.removeprefix("static:")
         ):
             raise ValueError(
-                f"fusion weights must be >= 0 and not both 0, got bm25_weight={self.bm25_weight}, "
-                f"dense_weight={self.dense_weight}"
+                f"web_search {self.web_search!r}: no such file (static:PATH names a JSON file "
+                "of results)"
             )
-        if self.abstention_threshold is not None and not 0 <= self.abstention_threshold <= 1:
-            raise ValueError(
-                f"abstention_threshold must be in [0, 1], got {self.abstention_threshold!r}"
-            )
-        if self.reranker == "hf:":
-            raise ValueError("reranker hf: needs a cross-encoder: hf:PATH_OR_NAME")
-        if self.reranker not in RERANKERS and not self.reranker.startswith(("hf:", BGE_RERANKER)):
+        if _is_reranker_dir_name(self.reranker):
             from kbqa.llm.rerank import reranker_dir_problem
 
             if problem := reranker_dir_problem(self.reranker):
                 raise ValueError(
                     f"reranker must be one of {', '.join(RERANKERS)}, hf:PATH_OR_NAME, "
-                    f"{BGE_RERANKER}[:FOLDER] or a "
-                    f"directory from `kbqa finetune reranker`, got {self.reranker!r}: {problem}"
+                    f"{BGE_RERANKER}[:FOLDER] or a directory from `kbqa finetune reranker`, "
+                    f"got {self.reranker!r}: {problem}"
                 )
-        if self.reranker != "off" and self.rerank_pool < self.k:
-            raise ValueError(
-                f"rerank_pool ({self.rerank_pool}) must be at least k ({self.k}): the reranker "
-                "keeps the best k of the pool it sees"
-            )
-        if not 0 <= self.rerank_weight <= 1:
-            raise ValueError(f"rerank_weight must be in [0, 1], got {self.rerank_weight!r}")
-        if self.cross_check not in ("auto", "on", "off"):
-            raise ValueError(f"cross_check must be auto, on or off, got {self.cross_check!r}")
-        if self.grounding not in GROUNDING_MODES:
-            raise ValueError(
-                f"grounding must be one of {', '.join(GROUNDING_MODES)}, got {self.grounding!r}"
-            )
-        if self.llm_url:
-            from kbqa.llm.server import check_llm_url
-
-            check_llm_url(self.llm_url)
-        if self.fusion not in ("weighted", "rrf"):
-            raise ValueError(f"fusion must be 'weighted' or 'rrf', got {self.fusion!r}")
-        if self.retriever is not None and not (
-            callable(getattr(self.retriever, "retrieve", None))
-            and all(hasattr(self.retriever, name) for name in ("chunks", "mode"))
-        ):
-            raise ValueError(
-                "retriever must be a retriever object (retrieve(), chunks, mode: the "
-                f"kbqa.retrieval.retriever.Retriever protocol), got {self.retriever!r}"
-            )
-        if self.n_ctx < self.max_answer_tokens + 64:
-            raise ValueError(
-                f"n_ctx ({self.n_ctx}) must be at least max_answer_tokens "
-                f"({self.max_answer_tokens}) + 64 to leave room for a prompt"
-            )
 
     @property
     def grounding_mode(self) -> str:
@@ -397,3 +332,156 @@ def context_of(runtime: Any) -> Context:
 @functools.cache
 def _default_context() -> Context:
     return Context()
+
+
+def _type_problem(name: str, annotation: Any, value: Any) -> str | None:
+    """What is wrong with ``value`` for a field annotated ``annotation`` (a bool, a string or a
+    number where the annotation says so; the annotations are strings under
+    ``from __future__ import annotations``), or None."""
+    if annotation in ("bool", bool) and not isinstance(value, bool):
+        return f"{name} must be true or false, got {value!r}"
+    if annotation in ("str", str) and not isinstance(value, str):
+        return f"{name} must be a string, got {value!r}"
+    number = annotation in ("float", float) or (annotation == "float | None" and value is not None)
+    if number and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        return f"{name} must be a number, got {value!r}"
+    if number and not math.isfinite(value):
+        return f"{name} must be a finite number, got {value!r}"
+    return None
+
+
+def _positive(value: Any) -> str | None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        return f"must be a positive integer, got {value!r}"
+    return None
+
+
+def _whole(most: int | None = None) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            return f"must be a whole number >= 0, got {value!r}"
+        if most is not None and value > most:
+            return f"must be between 0 and {most}, got {value!r}"
+        return None
+
+    return check
+
+
+def _within(
+    low: float, high: float, *, open_low: bool = False, unit: str = ""
+) -> Callable[[Any], str | None]:
+    shown = f"{'(' if open_low else '['}{low:g}, {high:g}]{unit}"
+
+    def check(value: Any) -> str | None:
+        if value is None:
+            return None
+        inside = (low < value if open_low else low <= value) and value <= high
+        return None if inside else f"must be in {shown}, got {value!r}"
+
+    return check
+
+
+def _one_of(*choices: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}, got {value!r}"
+
+    return check
+
+
+def _not_blank(value: Any) -> str | None:
+    return None if value.strip() else "must not be empty: it is the answer of an abstention"
+
+
+def _web_search_name(value: Any) -> str | None:
+    from kbqa.web_search import known_web_search
+
+    if value.startswith("static:") or known_web_search(value):
+        return None
+    return ("($KBQA_WEB_SEARCH, --web-search) must be ddgs, off, static:PATH of an existing "
+            f"file, or a registered name; got {value!r}")  # fmt: skip
+
+
+def _reranker_name(value: Any) -> str | None:
+    if value == "hf:":
+        return "hf: needs a cross-encoder: hf:PATH_OR_NAME"
+    if not value.strip():
+        return (f"must be one of {', '.join(RERANKERS)}, hf:PATH_OR_NAME, {BGE_RERANKER}"
+                "[:FOLDER] or a directory from `kbqa finetune reranker`, got ''")  # fmt: skip
+    return None
+
+
+def _is_reranker_dir_name(value: str) -> bool:
+    """``value`` names a reranker directory, not a built-in or model name."""
+    return value not in RERANKERS and not value.startswith(("hf:", BGE_RERANKER))
+
+
+def _llm_url(value: Any) -> str | None:
+    if not value:
+        return None
+    from kbqa.llm.server import check_llm_url
+
+    try:
+        check_llm_url(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    **dict.fromkeys(("k", "retry_k", "candidate_pool", "rerank_pool", "max_answer_tokens",
+                     "max_answer_chars", "max_verify_tokens", "web_max_results"), _positive),
+    "n_ctx": lambda v: _positive(v) or (
+        None if v <= MAX_N_CTX else f"must be at most {MAX_N_CTX} tokens, got {v}"),
+    "n_threads": _whole(),
+    "max_retries": _whole(MAX_RETRIES),
+    "abstention_phrase": _not_blank,
+    "abstention_phrase_en": _not_blank,
+    "web_search": _web_search_name,
+    "llm_timeout": _within(0, 3600, open_low=True, unit=" seconds"),
+    "web_timeout": _within(0, 60, open_low=True, unit=" seconds"),
+    "abstention_threshold": _within(0, 1),
+    "rerank_weight": _within(0, 1),
+    "reranker": _reranker_name,
+    "cross_check": lambda v: None if v in ("auto", "on", "off") else (
+        f"must be auto, on or off, got {v!r}"),
+    "grounding": _one_of(*GROUNDING_MODES),
+    "fusion": _one_of("weighted", "rrf"),
+    "llm_url": _llm_url,
+}  # fmt: skip
+"""Each field's own check (after its type's, from its annotation): a problem, or None."""
+
+
+def _fusion_weights(c: Context) -> str | None:
+    if c.bm25_weight < 0 or c.dense_weight < 0 or c.bm25_weight + c.dense_weight <= 0:
+        return (f"fusion weights must be >= 0 and not both 0, got bm25_weight={c.bm25_weight}, "
+                f"dense_weight={c.dense_weight}")  # fmt: skip
+    return None
+
+
+def _rerank_pool(c: Context) -> str | None:
+    if c.reranker != "off" and c.rerank_pool < c.k:
+        return (f"rerank_pool ({c.rerank_pool}) must be at least k ({c.k}): the reranker keeps "
+                "the best k of the pool it sees")  # fmt: skip
+    return None
+
+
+def _retriever_object(c: Context) -> str | None:
+    r = c.retriever
+    if r is None or (callable(getattr(r, "retrieve", None))
+                     and all(hasattr(r, name) for name in ("chunks", "mode"))):  # fmt: skip
+        return None
+    return ("retriever must be a retriever object (retrieve(), chunks, mode: the "
+            f"kbqa.retrieval.retriever.Retriever protocol), got {r!r}")  # fmt: skip
+
+
+def _room_for_a_prompt(c: Context) -> str | None:
+    if c.n_ctx < c.max_answer_tokens + 64:
+        return (f"n_ctx ({c.n_ctx}) must be at least max_answer_tokens ({c.max_answer_tokens}) "
+                "+ 64 to leave room for a prompt")  # fmt: skip
+    return None
+
+
+RULES: tuple[Callable[[Context], str | None], ...] = (
+    _fusion_weights, _rerank_pool, _retriever_object, _room_for_a_prompt,
+)  # fmt: skip
+"""Checks of several settings together, run after :data:`FIELD_CHECKS`."""

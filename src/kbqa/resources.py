@@ -200,12 +200,14 @@ def preload(ctx: Context) -> str | None:
         installed...): the graph then answers with the pattern extractor.
 
     Raises:
+        ValueError: A file a setting names is missing (:meth:`~kbqa.context.Context.check_paths`).
         IndexLoadError: The index cannot be loaded.
         ModelError: An unknown model name, a missing ``.gguf`` or a bad adapter; a verifier
             that cannot load.
     """
     from kbqa.errors import ModelError
 
+    ctx.check_paths()
     retriever_for(ctx)
     if not ctx.use_llm:
         return None

@@ -30,13 +30,17 @@ def reachable(out: dict[str, Any]) -> set[str]:
 
 
 def make_context(settings: dict[str, Any]) -> Any:
-    """``Context(**settings)``, or exit with the error that names the bad value."""
+    """``Context(**settings)`` with the files it names checked
+    (:meth:`~kbqa.context.Context.check_paths`), or exit with the error that names the bad
+    value."""
     from kbqa.context import Context
 
     try:
-        return Context(**settings)
+        ctx = Context(**settings)
+        ctx.check_paths()
     except ValueError as exc:
         fail(str(exc))
+    return ctx
 
 
 def out_of_memory(exc: MemoryError, ctx: Any) -> str:

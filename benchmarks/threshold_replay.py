@@ -22,6 +22,7 @@ the cached prompt prefix), so a threshold within 0.02 of a question's p can go e
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
@@ -80,8 +81,7 @@ def replay(
 ) -> list[tuple[str, dict[str, Any]]]:
     """``(label, summary)`` for the run as recorded, replayed at its own threshold (``own``, else
     the ``abstention_threshold`` its records hold), and at each of ``thresholds``."""
-    import kbqa.nodes.common as common
-    from kbqa.resources import chat_model_for
+    from kbqa.resources import Resources, chat_model_for
 
     run = load_run(run_dir)
     if not run.records:
@@ -132,12 +132,9 @@ def replay(
     for t in [own, *thresholds]:
         reader = ReplayReader(real=real, readings=readings, threshold=t,
                               phrase=ctx.abstention_phrase)  # fmt: skip
-        common.chat_model_for = lambda _ctx, reader=reader: reader  # type: ignore[misc]
-        try:
-            with tempfile.TemporaryDirectory() as tmp:
-                result = evaluate_questions(questions, ctx, tmp, upload=False, progress=False)
-        finally:
-            common.chat_model_for = chat_model_for
+        replayed = dataclasses.replace(ctx, resources=Resources(reader=reader))
+        with tempfile.TemporaryDirectory() as tmp:
+            result = evaluate_questions(questions, replayed, tmp, upload=False, progress=False)
         if reader.misses:
             raise SystemExit(f"error: {len(reader.misses)} prompts held no question of {run_dir} "
                              f"(the last lines of the first: {reader.misses[0][-80:]!r})")  # fmt: skip

@@ -5,6 +5,7 @@ up."""
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -24,7 +25,7 @@ from kbqa.finetune.verifier import (
 from kbqa.llm.fake import ScriptedChatModel
 from kbqa.prompts import ABSTENTION_PHRASE
 from kbqa.prompts.budget import prompt_budget
-from kbqa.resources import retriever_for
+from kbqa.resources import Resources, retriever_for
 
 verify_node = importlib.import_module("kbqa.nodes.verify")  # the package exports the function
 
@@ -40,14 +41,14 @@ def _reader_example(index: Path, i: int = 0) -> tuple[ReaderExample, Any]:
 @pytest.mark.parametrize(("candidate", "abstained"), [("বুড়িগঙ্গা", False), ("ঢাকা", False),
                                                       (ABSTENTION_PHRASE, True)])  # fmt: skip
 def test_training_prompt_equals_what_the_verify_node_sends(
-    tiny_index: Path, monkeypatch: pytest.MonkeyPatch, candidate: str, abstained: bool
+    tiny_index: Path, candidate: str, abstained: bool
 ) -> None:
     reader_ex, chunks = _reader_example(tiny_index)
     ctx = _ctx(tiny_index)
     model = RecordingModel(model_name="fake/rec-verifier", script=[candidate])
     example = verifier_example(reader_ex, candidate, abstained, chunks, model,
                                prompt_budget(ctx.n_ctx, ctx.max_verify_tokens))  # fmt: skip
-    monkeypatch.setattr(verify_node, "verifier_for", lambda _ctx: model)
+    ctx = replace(ctx, resources=Resources(verifier=model))  # the verifier, handed in
     state = {"question": reader_ex.question, "question_type": reader_ex.question_type,
              "language": reader_ex.language, "context_chunk_ids": reader_ex.context_chunk_ids,
              "answer": candidate, "abstained": abstained}  # fmt: skip

@@ -254,6 +254,16 @@ class Context:
             "object": True,
         },
     )
+    resources: Any = field(
+        default=None,
+        compare=False,
+        repr=False,
+        metadata={
+            "description": "Parts handed in as objects (kbqa.resources.Resources: retriever, "
+            "reader, verifier, reranker, web search) instead of loaded from these settings.",
+            "object": True,
+        },
+    )
 
     def __post_init__(self) -> None:
         """Check every field against :data:`FIELD_CHECKS` (its type from its annotation, then

@@ -1,12 +1,17 @@
-"""Long-lived objects (indexes, embedders, GGUF models), loaded once per process and shared.
+"""The parts a run reads (retriever, reranker, reader, verifier, web search): handed in as
+objects (:class:`Resources`, carried in :class:`~kbqa.context.Context`), or loaded once per
+process from the settings' plain strings and shared.
 
-Nodes ask for them by the plain strings in :class:`~kbqa.context.Context`; the first request
-loads, later ones reuse. Nothing heavy is rebuilt per call.
+Nodes take each part through one accessor (:func:`retriever_for`, :func:`reranker_for`,
+:func:`chat_model_for`, :func:`verifier_for`, :func:`web_search_for`): a part the context's
+``resources`` holds is used as it is; any other is loaded on first request and reused. Nothing
+heavy is rebuilt per call, and tests hand fakes in as objects instead of patching loaders.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kbqa.embedders import load_embedder
@@ -21,6 +26,44 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from kbqa.context import Context
+    from kbqa.web_search import WebSearch
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """Parts of a run handed in as objects rather than loaded from the settings: models built in
+    Python, or a test's fakes. A part left None is loaded from the settings on first use.
+
+    ``Context(resources=Resources(reader=model))`` reads with ``model``; with a ``web_search``
+    given, the web-search stage still runs only when the settings switch it on.
+
+    Attributes:
+        retriever: The knowledge base's retriever (:class:`~kbqa.retrieval.retriever.Retriever`
+            protocol; ``chunks`` numbered by chunk id).
+        precision_retriever: The fallback's (``strategy="precision"``).
+        reader: The reader's chat model (a LangChain ``BaseChatModel``).
+        verifier: The verifier's chat model.
+        reranker: The reranker of the fused pool (:class:`~kbqa.retrieval.rerank.Reranker`).
+        web_search: The web search (:class:`~kbqa.web_search.WebSearch`).
+    """
+
+    retriever: Retriever | None = None
+    precision_retriever: Retriever | None = None
+    reader: BaseChatModel | None = None
+    verifier: BaseChatModel | None = None
+    reranker: Reranker | None = None
+    web_search: WebSearch | None = None
+
+
+def _given(ctx: Context) -> Resources:
+    """The parts handed in through ``ctx.resources`` (none when it holds none)."""
+    given = ctx.resources
+    if given is not None and not isinstance(given, Resources):
+        raise TypeError(f"Context.resources must be a kbqa.resources.Resources, got {given!r}")
+    return given or _NOTHING
+
+
+_NOTHING = Resources()
 
 
 @functools.cache
@@ -84,6 +127,16 @@ def retriever_for(ctx: Context, strategy: str | None = None) -> Retriever:
         IndexLoadError: A sub-index (``strategy``) asked of a retriever handed in; see also
             :func:`load_retriever`.
     """
+    handed = _given(ctx).precision_retriever if strategy == "precision" else None
+    if handed is not None:
+        return handed
+    if _given(ctx).retriever is not None:
+        if strategy is not None:  # never mix a handed-in knowledge base with index_dir's
+            raise IndexLoadError(
+                f"a retriever handed in through Context.resources has no {strategy!r} "
+                "sub-index: hand in precision_retriever too"
+            )
+        return _given(ctx).retriever  # type: ignore[return-value]
     if ctx.retriever is not None:
         if strategy is not None:  # never mix a handed-in knowledge base with index_dir's
             raise IndexLoadError(
@@ -108,6 +161,8 @@ def reranker_for(ctx: Context, strategy: str | None = None) -> Reranker | None:
     Raises:
         ModelError: The reranker's model or adapter does not load.
     """
+    if _given(ctx).reranker is not None:
+        return _given(ctx).reranker
     if ctx.reranker == "off":
         return None
     retriever: Any = retriever_for(ctx, strategy)  # hashed by identity for the cache
@@ -132,7 +187,10 @@ def _reranker(name: str, retriever: Any, n_threads: int) -> Reranker | None:
 
 
 def chat_model_for(ctx: Context) -> BaseChatModel:
-    """The shared chat model for a run's context (behind ``ctx.llm_url`` when set)."""
+    """The run's reader: the one handed in (``ctx.resources.reader``), else the shared chat
+    model of the settings (behind ``ctx.llm_url`` when set)."""
+    if _given(ctx).reader is not None:
+        return _given(ctx).reader  # type: ignore[return-value]
     if ctx.llm_url:
         from kbqa.llm.server import load_server_chat_model
 
@@ -157,7 +215,9 @@ def verifier_for(ctx: Context) -> BaseChatModel:
     """The shared verifier model for a run's context, with ``ctx.verifier_adapter`` when given
     (a separate llama.cpp instance from the reader's, sharing the memory-mapped base weights);
     behind ``ctx.llm_url`` when set, where the server must also serve the verifier model as
-    ``ctx.llm_model``."""
+    ``ctx.llm_model``; the one handed in (``ctx.resources.verifier``) when there is one."""
+    if _given(ctx).verifier is not None:
+        return _given(ctx).verifier  # type: ignore[return-value]
     if ctx.llm_url:
         from kbqa.llm.server import load_server_chat_model
 
@@ -172,6 +232,20 @@ def verifier_for(ctx: Context) -> BaseChatModel:
         )
     return load_chat_model(verifier_name(ctx), ctx.n_ctx, ctx.n_threads, role="verifier",
                            adapter=ctx.verifier_adapter)  # fmt: skip
+
+
+def web_search_for(ctx: Context) -> WebSearch | None:
+    """The run's web search: the one handed in (``ctx.resources.web_search``), else the one
+    ``ctx.web_search`` names (None when off).
+
+    Raises:
+        WebSearchError: Unknown name or unreadable static file.
+    """
+    if _given(ctx).web_search is not None:
+        return _given(ctx).web_search
+    from kbqa.web_search import load_web_search
+
+    return load_web_search(ctx.web_search)
 
 
 def check_models(ctx: Context) -> None:

@@ -19,8 +19,9 @@ from kbqa.answers.web_query import web_query
 from kbqa.context import Context, context_of
 from kbqa.nodes.common import answer_state, fail_soft, judged, node, on_route, stage_answer
 from kbqa.prompts import Passage
+from kbqa.resources import web_search_for
 from kbqa.state import Source, State
-from kbqa.web_search import WebSearchError, load_web_search
+from kbqa.web_search import WebSearchError
 
 log = logging.getLogger("kbqa.web")
 
@@ -35,7 +36,7 @@ def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = context_of(runtime)
     query = web_query(state["question"])
     try:
-        engine = load_web_search(ctx.web_search)
+        engine = web_search_for(ctx)
         if engine is None:
             raise WebSearchError("web search is off")
         results = engine.search(query, ctx.web_max_results, ctx.web_timeout)

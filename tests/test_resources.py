@@ -1,0 +1,40 @@
+"""Issue 35 item 1: a run's parts handed in as objects (``Context(resources=Resources(...))``)
+instead of patched loaders: the graph reads with the reader, searches with the web search and
+retrieves with the retriever it is given, and a handed-in knowledge base is never mixed with
+the index directory's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbqa.context import Context
+from kbqa.errors import IndexLoadError
+from kbqa.graph import graph
+from kbqa.llm.fake import ScriptedChatModel
+from kbqa.resources import Resources, chat_model_for, retriever_for, web_search_for
+from kbqa.web_search import StaticWebSearch
+
+
+def test_the_graph_runs_on_the_parts_it_is_handed(tiny_index: Path) -> None:
+    reader = ScriptedChatModel.from_name("fake/script:বুড়িগঙ্গা#handed-in")
+    web = StaticWebSearch([{"title": "t", "url": "http://127.0.0.1/x", "snippet": "ঢাকা"}])
+    loaded = retriever_for(Context(index_dir=str(tiny_index), embedder="fake/hash"))
+    ctx = Context(index_dir="no-such-index", model="gemma3-270m", web_search="off",
+                  resources=Resources(retriever=loaded, reader=reader, web_search=web))  # fmt: skip
+    assert chat_model_for(ctx) is reader and web_search_for(ctx) is web
+    out = graph.invoke({"question": "ঢাকা কোন নদীর তীরে অবস্থিত?"}, context=ctx)
+    assert out["answer"] == "বুড়িগঙ্গা" and out["answered_by"] in ("generate", "cross_check")
+    assert out["sources"] and out["sources"][0]["doc_id"]  # from the handed-in retriever
+    with pytest.raises(IndexLoadError, match="hand in precision_retriever too"):
+        retriever_for(ctx, "precision")
+    with pytest.raises(TypeError, match=r"must be a kbqa\.resources\.Resources"):
+        chat_model_for(Context(resources={"reader": reader}))
+
+
+def test_nothing_handed_in_loads_from_the_settings(tiny_index: Path) -> None:
+    ctx = Context(index_dir=str(tiny_index), embedder="fake/hash", web_search="off")
+    assert retriever_for(ctx) is retriever_for(Context(index_dir=str(tiny_index),
+                                                       embedder="fake/hash"))  # fmt: skip
+    assert web_search_for(ctx) is None

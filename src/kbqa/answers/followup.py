@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import regex
 
 from kbqa.answers.aligned import same_stem
+from kbqa.answers.vocabulary import BN_QUESTION_WORDS
 
 PERSON = {"bn": {"তিনি", "সে", "উনি", "তাঁকে", "তাকে", "ওনাকে"},
           "en": {"he", "she", "him", "they", "them"}}  # fmt: skip
@@ -61,12 +62,6 @@ _DET_NOUN = {
 }
 """A demonstrative and the word after it, else one word (the words :func:`standalone_question`
 replaces)."""
-BN_QUESTION_WORDS = frozenset({
-    "কোন", "কোনটি", "কোনটা", "কবে", "কোথায়", "কোথা", "কোথাকার", "কে", "কী", "কি", "কত", "কতটি",
-    "কতজন", "কয়টি", "কয়জন", "কেন", "কীভাবে", "কিভাবে", "কার", "কাকে", "কাদের", "কারা", "কেমন",
-})  # fmt: skip
-"""Bangla question words; a question's subject is usually written before the first of them
-(subject-object-verb order: ``আহসান মঞ্জিল কোন নদীর তীরে অবস্থিত?``)."""
 _EN_NAME = regex.compile(
     r"(?:[\p{Lu}][\p{L}\p{M}'.-]*)(?:\s+(?:of\s+|the\s+|de\s+)?[\p{Lu}][\p{L}\p{M}'.-]*)*"
 )

@@ -1,7 +1,7 @@
-"""The yes/no words every stage shares: how a yes/no answer is written, which spellings of one
-are read as one, and the punctuation an answer's edges lose. One list, so the reader, the
-clean-up, the grounding check, the cross-check, the extractor, the abstention test, the
-metrics and the training data agree."""
+"""The words every stage shares: how a yes/no answer is written, which spellings of one are read
+as one, the punctuation an answer's edges lose, and the Bangla question words. One list each,
+so the reader, the clean-up, the grounding check, the cross-check, the extractor, the abstention
+test, the follow-up rewrite, the metrics and the training data agree."""
 
 from __future__ import annotations
 
@@ -38,3 +38,10 @@ def yes_no_in(language: str, word: str) -> str | None:
 
 EDGE = " \t\n।.,;:!?\"'“”‘’()[]{}"
 """Characters an answer's edges lose before it is compared."""
+
+BN_QUESTION_WORDS = frozenset({
+    "কোন", "কোনটি", "কোনটা", "কবে", "কোথায়", "কোথা", "কোথাকার", "কে", "কী", "কি", "কত", "কতটি",
+    "কতজন", "কয়টি", "কয়জন", "কেন", "কীভাবে", "কিভাবে", "কার", "কাকে", "কাদের", "কারা", "কেমন",
+})  # fmt: skip
+"""Bangla question words; a question's subject is usually written before the first of them
+(subject-object-verb order: ``আহসান মঞ্জিল কোন নদীর তীরে অবস্থিত?``)."""

@@ -106,19 +106,31 @@ def _usable_length(path: str, max_length: int) -> int:
     return max(8, min(max_length, positions - offset))
 
 
-def _flag_class(cls: str) -> Any:
+def _load_flag(cls: str, name: str, max_length: int, **kwargs: Any) -> tuple[str, Any, int]:
+    """``(id, model, max_length)``: FlagEmbedding's ``cls`` loaded on the CPU in float32 from
+    ``name``'s folder (:func:`model_dir`), ``max_length`` cut to its positions; ``kwargs`` go
+    to ``cls`` with the cut length as ``{key}=length`` for each key whose value is None.
+
+    Raises:
+        ModelError: FlagEmbedding is missing, the model is neither a folder nor cached, or it
+            does not load.
+    """
+    model_id = canonical(name)
+    path = model_dir(model_id)
     try:
         import FlagEmbedding
     except ImportError:
         raise ModelError(
             f"{BGE_M3} and {BGE_RERANKER} need FlagEmbedding: {INSTALL_HINT}"
         ) from None
-    return getattr(FlagEmbedding, cls)
-
-
-def _load_error(what: str, path: str, exc: Exception) -> ModelError:
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return ModelError(f"cannot load {what} from {path}: {first}")
+    length = _usable_length(path, max_length)
+    options = {key: length if value is None else value for key, value in kwargs.items()}
+    try:
+        model = getattr(FlagEmbedding, cls)(path, use_fp16=False, devices="cpu", **options)
+    except (OSError, ValueError, RuntimeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelError(f"cannot load {cls} from {path}: {first}") from None
+    return model_id, model, length
 
 
 class BGEM3Embedder:
@@ -133,16 +145,9 @@ class BGEM3Embedder:
     """
 
     def __init__(self, name: str = BGE_M3, max_length: int = MAX_LENGTH) -> None:
-        self.id = canonical(name)
-        path = model_dir(self.id)
-        model_class = _flag_class("BGEM3FlagModel")
-        max_length = _usable_length(path, max_length)
-        try:
-            self._model = model_class(path, use_fp16=False, devices="cpu",
-                                      normalize_embeddings=True, query_max_length=max_length,
-                                      passage_max_length=max_length)  # fmt: skip
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise _load_error("BGE-M3", path, exc) from None
+        self.id, self._model, _ = _load_flag("BGEM3FlagModel", name, max_length,
+                                             normalize_embeddings=True, query_max_length=None,
+                                             passage_max_length=None)  # fmt: skip
         self.dim = int(self._encode(["dim"], queries=True).shape[1])
 
     def _encode(self, texts: list[str], queries: bool) -> Any:
@@ -177,14 +182,7 @@ class FlagCrossEncoder:
     """
 
     def __init__(self, name: str = BGE_RERANKER, max_length: int = MAX_LENGTH) -> None:
-        self.id = canonical(name)
-        path = model_dir(self.id)
-        model_class = _flag_class("FlagReranker")
-        self._max_length = _usable_length(path, max_length)
-        try:
-            self._model = model_class(path, use_fp16=False, devices="cpu")
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise _load_error("the reranker", path, exc) from None
+        self.id, self._model, self._max_length = _load_flag("FlagReranker", name, max_length)
 
     def score(self, question: str, passages: Sequence[tuple[str, str]]) -> list[float]:
         """The cross-encoder's logit for each ``(title, text)`` passage after the question."""

@@ -140,4 +140,4 @@ def test_a_name_the_file_system_refuses_is_an_error_not_a_crash() -> None:
     long = "a" * 300
     assert resolve_embedder(f"hf:{long}") == f"hf:{long}"  # not a folder, so a hub name
     with pytest.raises(ValueError, match="not a usable path"):
-        Context(reranker=long)
+        Context(reranker=long).check_paths()

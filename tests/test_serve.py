@@ -30,11 +30,15 @@ def events(response: Any) -> list[tuple[str, dict[str, Any]]]:
 
 
 @pytest.fixture
-def client(both_index: Path, tmp_path: Path, request: pytest.FixtureRequest) -> TestClient:
+def service(both_index: Path, tmp_path: Path, request: pytest.FixtureRequest) -> ChatService:
     script = f"fake/script:১৯১৩|কলকাতায়#{request.node.name}"  # a script of its own per test
     ctx = Context(index_dir=str(both_index), embedder="fake/hash", cross_check="off",
                   model=script, web_search="off")  # fmt: skip
-    service = ChatService(ctx, str(tmp_path / "threads.sqlite"))
+    return ChatService(ctx, str(tmp_path / "threads.sqlite"))
+
+
+@pytest.fixture
+def client(service: ChatService) -> TestClient:
     return TestClient(create_app(service))
 
 
@@ -93,3 +97,45 @@ def test_bad_requests_are_refused_by_name(client: TestClient, body: Any, problem
 def test_a_passage_that_is_not_there_is_a_404(client: TestClient) -> None:
     assert client.get("/passage/main/99999").status_code == 404
     assert client.get("/passage/other/0").status_code == 404
+
+
+def test_a_client_gone_mid_answer_leaves_the_server_answering(
+    both_index: Path, tmp_path: Path
+) -> None:
+    """A break-it trial: a client that closed its connection mid-answer left the lock held, and
+    every later question hung."""
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", cross_check="off",
+                  model="fake/slow:1", web_search="off")  # fmt: skip
+    service = ChatService(ctx, str(tmp_path / "threads.sqlite"))
+    client = TestClient(create_app(service))
+    with client.stream("POST", "/api/ask", json={"question": "ঢাকা কোথায়?"}) as response:
+        next(response.iter_lines())  # the first event, then the client goes away
+    again = events(client.post("/api/ask", json={"question": "ঢাকা কোথায়?"}))
+    assert again[-1][0] == "answer"
+
+
+def test_a_thread_is_read_without_waiting_for_the_answer_being_generated(
+    client: TestClient, service: ChatService
+) -> None:
+    """A break-it trial: reading a thread during an answer took the answer's lock on the
+    event loop, and the whole server stopped."""
+    events(client.post("/api/ask", json={"question": "ঢাকা কোথায়?", "thread": "busy"}))
+    with service.lock:  # as while an answer is being generated
+        turns = client.get("/api/threads/busy").json()
+    assert len(turns) == 1
+
+
+def test_hostile_bodies_and_missing_sub_indexes_are_client_errors(client: TestClient) -> None:
+    nested = "{\"question\": " + "[" * 30_000 + "]" * 30_000 + "}"  # under the size limit
+    assert client.post("/api/ask", content=nested).status_code == 400
+    huge = client.post("/api/ask", json={"question": "ঢাকা " * 40_000})
+    assert huge.status_code == 413 and "bytes" in huge.json()["error"]
+    assert client.get("/passage/precision/0").status_code in (200, 404)  # never a 500
+
+
+def test_a_missing_precision_sub_index_is_a_404(tiny_index: Path, tmp_path: Path) -> None:
+    ctx = Context(index_dir=str(tiny_index), embedder="fake/hash", model="fake/abstain",
+                  web_search="off")  # fmt: skip
+    client = TestClient(create_app(ChatService(ctx, str(tmp_path / "t.sqlite"))))
+    assert client.get("/passage/precision/0").status_code == 404
+    assert client.get("/passage/main/0").status_code == 200

@@ -32,7 +32,7 @@ def index(
         Path | None,
         typer.Argument(
             help="Knowledge base: a .jsonl file, a MediaWiki .xml/.xml.bz2 dump, a folder of "
-            ".txt/.md/.html files (and .pdf/.docx with kbqa[docs]), or one such file. Not with "
+            ".txt/.md/.html files (and .pdf/.docx with kbqa\\[docs]), or one such file. Not with "
             "--continue.",
             show_default=False,
         ),

@@ -19,14 +19,18 @@ Routes:
 - ``GET /passage/{index}/{chunk_id}``: a cited chunk with the answer's sentence highlighted, the
   link of a source that has no URL of its own.
 
-Questions are answered one at a time (one reader, one lock); threads persist in the same store
-as ``kbqa chat`` (``--db``, default ``~/.cache/kbqa/chat.sqlite``).
+Questions are answered one at a time (one reader, one lock), each in a worker thread that runs
+to the end even when the page goes away, so a client that disconnects never leaves the lock
+held; a thread's history is read without the lock (the checkpointer serialises its own reads).
+Threads persist in the same store as ``kbqa chat`` (``--db``, default
+``~/.cache/kbqa/chat.sqlite``).
 """
 
 from __future__ import annotations
 
 import html
 import json
+import queue
 import threading
 import uuid
 from collections.abc import Iterator
@@ -36,6 +40,8 @@ from typing import Any
 from kbqa.context import Context
 
 LOOPBACK = "127.0.0.1"
+MAX_BODY_BYTES = 64 * 1024
+"""The largest ``/api/ask`` body accepted (a question is a sentence)."""
 INSTALL_HINT = "pip install 'kbqa[web]' (starlette, uvicorn)"
 
 
@@ -97,12 +103,32 @@ class ChatService:
 
     def history(self, thread: str) -> list[dict[str, Any]]:
         """The thread's turns, oldest first (``[]`` for a thread never asked in)."""
-        with self.lock:
-            values = self.graph.get_state(self.config(thread)).values
+        values = self.graph.get_state(self.config(thread)).values
         return list(values.get("history", [])) if values else []
 
     def ask(self, question: str, thread: str) -> Iterator[dict[str, Any]]:
-        """Events for the page (see the module docstring), the last an ``answer`` or ``error``."""
+        """Events for the page (see the module docstring), the last an ``answer`` or ``error``.
+
+        The graph runs in a worker thread under the service's lock and always runs to its end;
+        this generator only relays its events, so closing it early (a client gone) releases
+        nothing it holds.
+        """
+        events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+
+        def work() -> None:
+            try:
+                for event in self._run(question, thread):
+                    events.put(event)
+            except Exception as exc:  # a fault of the run: the page gets it as one event
+                events.put({"event": "error", "message": f"{type(exc).__name__}: {exc}"})
+            finally:
+                events.put(None)
+
+        threading.Thread(target=work, name=f"kbqa-serve-{thread}", daemon=True).start()
+        while (event := events.get()) is not None:
+            yield event
+
+    def _run(self, question: str, thread: str) -> Iterator[dict[str, Any]]:
         from kbqa.api import stream_events
         from kbqa.errors import KBQAError
 
@@ -137,9 +163,13 @@ class ChatService:
     def chunk_text(self, index: str, chunk_id: int) -> str:
         """The text of chunk ``chunk_id`` of the run's index (``main``) or its ``precision``
         sub-index ("" when there is no such chunk)."""
+        from kbqa.errors import KBQAError
         from kbqa.resources import retriever_for
 
-        chunks = retriever_for(self.ctx, None if index == "main" else index).chunks
+        try:
+            chunks = retriever_for(self.ctx, None if index == "main" else index).chunks
+        except KBQAError:  # an index without that sub-index
+            return ""
         return chunks[chunk_id].text if 0 <= chunk_id < len(chunks) else ""
 
 
@@ -164,9 +194,12 @@ def create_app(service: ChatService) -> Any:
         return HTMLResponse(page)
 
     async def ask(request: Request) -> Any:
+        raw = await request.body()
+        if len(raw) > MAX_BODY_BYTES:
+            return JSONResponse({"error": f"the request is over {MAX_BODY_BYTES} bytes"}, 413)
         try:
-            body = await request.json()
-        except ValueError:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):
             body = None
         question = body.get("question") if isinstance(body, dict) else None
         thread = body.get("thread") if isinstance(body, dict) else None
@@ -184,10 +217,11 @@ def create_app(service: ChatService) -> Any:
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})  # fmt: skip
 
-    async def history(request: Request) -> JSONResponse:
+    # plain functions: Starlette runs them in its thread pool, off the event loop
+    def history(request: Request) -> JSONResponse:
         return JSONResponse(service.history(request.path_params["thread"]))
 
-    async def passage(request: Request) -> HTMLResponse:
+    def passage(request: Request) -> HTMLResponse:
         index, chunk = request.path_params["index"], request.path_params["chunk_id"]
         text = service.chunk_text(index, chunk) if index in ("main", "precision") else ""
         if not text:

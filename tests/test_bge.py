@@ -152,6 +152,9 @@ def test_a_bge_folder_that_is_not_there_or_a_missing_extra_is_named(
         resolve_embedder("bge-m4")
     (tmp_path / "m3").mkdir()
     monkeypatch.setitem(sys.modules, "FlagEmbedding", None)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # and no weights: the extra is named
+    with pytest.raises(ModelError, match=r"need FlagEmbedding: pip install 'kbqa\[bge\]'"):
+        load_embedder("bge-m3")
     with pytest.raises(ModelError, match=r"need FlagEmbedding: pip install 'kbqa\[bge\]'"):
         load_embedder(f"bge-m3:{tmp_path / 'm3'}")
     from kbqa.resources import reranker_for

@@ -56,6 +56,21 @@ def make_docx(path: Path) -> Path:
     return path
 
 
+def _docx_with_broken_xml(path: Path) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types xmlns="http://schemas.'
+                    'openxmlformats.org/package/2006/content-types"><Override PartName="/word/'
+                    'document.xml" ContentType="application/vnd.openxmlformats-officedocument.'
+                    'wordprocessingml.document.main+xml"/></Types>')  # fmt: skip
+        zf.writestr("_rels/.rels", '<?xml version="1.0"?><Relationships xmlns="http://schemas.'
+                    'openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" '
+                    'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+                    'officeDocument" Target="word/document.xml"/></Relationships>')  # fmt: skip
+        zf.writestr("word/document.xml", "<w:document <<< broken")
+
+
 needs_docs = pytest.mark.skipif(
     not all(importlib.util.find_spec(m) for m in ("pypdf", "docx")), reason="the docs extra"
 )
@@ -94,6 +109,7 @@ def test_a_pdf_that_is_not_one_is_named_and_skippable(tmp_path: Path) -> None:
     kb.mkdir()
     (kb / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
     (kb / "broken.docx").write_bytes(b"PK\x03\x04 not a zip")
+    _docx_with_broken_xml(kb / "broken_xml.docx")
     (kb / "good.txt").write_text("Dhaka is the capital of Bangladesh.", encoding="utf-8")
     with pytest.raises(InputError, match=r"broken\.docx: not a readable DOCX"):
         list(load_documents(kb))
@@ -102,6 +118,8 @@ def test_a_pdf_that_is_not_one_is_named_and_skippable(tmp_path: Path) -> None:
     assert [d.doc_id for d in docs] == ["good.txt"]
     assert any("broken.pdf: not a readable PDF" in m for m in skipped), skipped
     assert any("broken.docx: not a readable DOCX" in m for m in skipped), skipped
+    # a break-it trial: a zip whose document XML is broken gave lxml's traceback
+    assert any("broken_xml.docx: not a readable DOCX (XMLSyntaxError" in m for m in skipped)
 
 
 def test_without_the_docs_extra_a_pdf_is_skipped_with_what_to_install(
@@ -119,8 +137,9 @@ def test_without_the_docs_extra_a_pdf_is_skipped_with_what_to_install(
         docs = list(load_documents(kb))
     assert [d.doc_id for d in docs] == ["d.txt"]
     summary = " ".join(r.getMessage() for r in caplog.records)
-    assert "2 .pdf files (install kbqa[docs]): a.pdf, b.pdf" in summary
-    assert "1 .docx files (install kbqa[docs]): c.docx" in summary
+    hint = "install kbqa[docs]: bash scripts/setup.sh docs"
+    assert f"2 .pdf files ({hint}): a.pdf, b.pdf" in summary
+    assert f"1 .docx files ({hint}): c.docx" in summary
     with pytest.raises(InputError, match=r"a\.pdf: reading \.pdf files needs the docs extra"):
         list(load_documents(kb / "a.pdf"))
 

@@ -111,6 +111,23 @@ def test_a_pronoun_refers_to_what_the_last_question_asked_about_not_the_page() -
     assert question_subject("কক্সবাজার সমুদ্র সৈকতের দৈর্ঘ্য কত?", "bn") == "কক্সবাজার সমুদ্র সৈকত"
 
 
+def test_followups_a_break_it_trial_broke() -> None:
+    tower = LastTurn("WHEN WAS THE EIFFEL TOWER BUILT?", "1889", "date", "Eiffel Tower")
+    assert standalone_question("WHEN WAS IT BUILT?", "en", tower) == "WHEN WAS Eiffel Tower BUILT?"
+    tagore = LastTurn("Who wrote Gitanjali?", "Rabindranath Tagore", "person", "Gitanjali")
+    assert standalone_question("and", "en", tagore) == "and"  # not an empty question
+    assert standalone_question("আর", "bn", tagore) == "আর"
+    unanswered = LastTurn("Who wrote Gitanjali?", "", "person", "Gitanjali")
+    assert standalone_question("When was he born?", "en", unanswered) == "When was he born?"
+    odd = LastTurn("Where is the old lighthouse?", "?", "location", "Lighthouse")
+    assert "?" not in standalone_question("What is there?", "en", odd)[:-1]
+    # a new user's: the page's title is a file name ("tower"), the question names it in full
+    named = LastTurn("Who built the Brightwater Tower?", "Mara Quill", "person", "tower")
+    assert standalone_question("When was it built?", "en", named) == (
+        "When was Brightwater Tower built?"
+    )
+
+
 def test_a_followup_keeps_its_own_question_type() -> None:
     """The rewrite must not change a "where" question's type: the answer put in for "তিনি" may
     hold a question word of its own (``কে এম`` is the initials K. M.)."""

@@ -126,7 +126,7 @@ def test_a_thread_is_read_without_waiting_for_the_answer_being_generated(
 
 
 def test_hostile_bodies_and_missing_sub_indexes_are_client_errors(client: TestClient) -> None:
-    nested = "{\"question\": " + "[" * 30_000 + "]" * 30_000 + "}"  # under the size limit
+    nested = '{"question": ' + "[" * 30_000 + "]" * 30_000 + "}"  # under the size limit
     assert client.post("/api/ask", content=nested).status_code == 400
     huge = client.post("/api/ask", json={"question": "ঢাকা " * 40_000})
     assert huge.status_code == 413 and "bytes" in huge.json()["error"]

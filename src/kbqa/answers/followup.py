@@ -158,6 +158,8 @@ def question_subject(question: str, lang: str) -> str:
             i = owners[-1]
             return " ".join([*phrase[:i], _BN_GENITIVE.sub("", phrase[i])])
         return " ".join(phrase)
+    if not any(ch.islower() for ch in question):  # all capitals: no name stands out
+        return ""
     body = question.split(maxsplit=1)[1] if len(question.split()) > 1 else ""
     names = sorted((str(m.group(0)) for m in _EN_NAME.finditer(body)), key=len, reverse=True)
     name = _EN_POSSESSIVE.sub("", names[0]) if names else ""
@@ -171,9 +173,11 @@ def topic(last: LastTurn, lang: str) -> str:
 
     title, asked = normalize_answer(last.title), f" {normalize_answer(last.question)}"
     answer = normalize_answer(last.answer)
+    subject = question_subject(last.question, lang)
     if title and (f" {title}" in asked or (answer and (title in answer or answer in title))):
-        return last.title
-    return question_subject(last.question, lang) or last.title or last.answer
+        # the question's own name when it holds the title ("Brightwater Tower", page "tower")
+        return subject if title in normalize_answer(subject) else last.title
+    return subject or last.title or last.answer
 
 
 def _genitive(referent: str, lang: str) -> str:
@@ -194,9 +198,15 @@ def standalone_question(question: str, language: str, last: LastTurn | None) -> 
     if last is None or not is_followup(question, language):
         return question
     lang = "bn" if language == "bn" else "en"
+    if not _WORD.search(LEADING.sub("", question)):  # a bare "and" / "আর": nothing to ask
+        return question
+    if not regex.search(r"[\p{L}\p{N}]", last.answer):  # "?" or "": no answer to refer to
+        last = LastTurn(last.question, "", last.question_type, last.title)
     about = topic(last, lang)
-    person = last.answer if last.question_type == "person" and last.answer else about
-    place = last.answer if last.question_type == "location" and last.answer else about
+    # after a "who" ("where") question left unanswered, "he" ("there") has no referent: the
+    # page or the question's subject is not the person asked for
+    person = last.answer if last.question_type == "person" else about
+    place = last.answer if last.question_type == "location" else about
     thing = about
     if not (person or place or thing):
         return question

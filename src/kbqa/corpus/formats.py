@@ -14,7 +14,7 @@ import re
 
 from kbqa.errors import InputError
 
-DOCS_HINT = "install kbqa[docs]"
+DOCS_HINT = "install kbqa[docs]: bash scripts/setup.sh docs"
 """What a folder's skip summary says about a PDF or DOCX when the ``docs`` extra is missing."""
 EXTRA_SUFFIXES = {".pdf": "pypdf", ".docx": "docx"}
 """Suffixes read through the ``docs`` extra, with the module each needs."""
@@ -61,9 +61,12 @@ def pdf_to_text(data: bytes, shown: str) -> tuple[str, str]:
     Raises:
         InputError: Not a PDF pypdf can read, or encrypted.
     """
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    import logging
 
+    from pypdf import PdfReader
+
+    quiet = logging.getLogger("pypdf")  # its warnings name no file; the error below does
+    level, quiet.level = quiet.level, logging.ERROR
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
@@ -71,8 +74,12 @@ def pdf_to_text(data: bytes, shown: str) -> tuple[str, str]:
         pages = [page.extract_text() or "" for page in reader.pages]
         metadata = reader.metadata
         title = str(metadata.get("/Title") or "") if metadata is not None else ""
-    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"{shown}: not a readable PDF ({exc})") from None
+    except InputError:
+        raise
+    except Exception as exc:  # a hostile file can break a parser anywhere: one named error
+        raise InputError(f"{shown}: not a readable PDF ({type(exc).__name__}: {exc})") from None
+    finally:
+        quiet.level = level
     return title.strip(), "\n\n".join(p.strip() for p in pages if p.strip())
 
 
@@ -83,14 +90,12 @@ def docx_to_text(data: bytes, shown: str) -> tuple[str, str]:
     Raises:
         InputError: Not a DOCX python-docx can read.
     """
-    import zipfile
-
     import docx
 
     try:
         document = docx.Document(io.BytesIO(data))
-    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
-        raise InputError(f"{shown}: not a readable DOCX ({exc})") from None
+    except Exception as exc:  # a bad zip, broken XML (lxml), a missing part: one named error
+        raise InputError(f"{shown}: not a readable DOCX ({type(exc).__name__}: {exc})") from None
     paragraphs = [p for p in document.paragraphs if p.text.strip()]
     title = (document.core_properties.title or "").strip()
     if not title:

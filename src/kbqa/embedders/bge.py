@@ -38,7 +38,7 @@ MAX_LENGTH = 512
 """Word pieces a text (or a question-passage pair) is cut at: the seed's reranker setting, and
 well above kbqa's 800-character chunks."""
 BATCH_SIZE = 16
-INSTALL_HINT = "pip install 'kbqa[bge]' (FlagEmbedding)"
+INSTALL_HINT = "pip install 'kbqa[bge]' or bash scripts/setup.sh bge (FlagEmbedding)"
 
 
 def is_bge_name(name: str, model: str) -> bool:
@@ -116,13 +116,13 @@ def _load_flag(cls: str, name: str, max_length: int, **kwargs: Any) -> tuple[str
             does not load.
     """
     model_id = canonical(name)
-    path = model_dir(model_id)
-    try:
+    try:  # the extra before the weights: without it, no download would help
         import FlagEmbedding
     except ImportError:
         raise ModelError(
             f"{BGE_M3} and {BGE_RERANKER} need FlagEmbedding: {INSTALL_HINT}"
         ) from None
+    path = model_dir(model_id)
     length = _usable_length(path, max_length)
     options = {key: length if value is None else value for key, value in kwargs.items()}
     try:

@@ -29,8 +29,18 @@ def test_the_graph_runs_on_the_parts_it_is_handed(tiny_index: Path) -> None:
     assert out["sources"] and out["sources"][0]["doc_id"]  # from the handed-in retriever
     with pytest.raises(IndexLoadError, match="hand in precision_retriever too"):
         retriever_for(ctx, "precision")
-    with pytest.raises(TypeError, match=r"must be a kbqa\.resources\.Resources"):
-        chat_model_for(Context(resources={"reader": reader}))
+    # a break-it trial: wrong objects were accepted and failed, or were ignored, mid-run
+    with pytest.raises(ValueError, match=r"resources must be a kbqa\.resources\.Resources"):
+        Context(resources={"reader": reader})
+    for part, bad, wanted in [
+        ("retriever", "x", "a retriever object"),
+        ("reranker", object(), "a reranker"),
+        ("reader", 42, "a chat model"),
+        ("verifier", "x", "a chat model"),
+        ("web_search", "x", "a web search"),
+    ]:
+        with pytest.raises(ValueError, match=f"resources.{part} must be {wanted}"):
+            Context(resources=Resources(**{part: bad}))
 
 
 def test_nothing_handed_in_loads_from_the_settings(tiny_index: Path) -> None:

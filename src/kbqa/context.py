@@ -475,13 +475,25 @@ def _rerank_pool(c: Context) -> str | None:
     return None
 
 
-def _retriever_object(c: Context) -> str | None:
-    r = c.retriever
-    if r is None or (callable(getattr(r, "retrieve", None))
-                     and all(hasattr(r, name) for name in ("chunks", "mode"))):  # fmt: skip
+def _retriever_problem(r: Any) -> str | None:
+    if callable(getattr(r, "retrieve", None)) and all(hasattr(r, n) for n in ("chunks", "mode")):
         return None
-    return ("retriever must be a retriever object (retrieve(), chunks, mode: the "
-            f"kbqa.retrieval.retriever.Retriever protocol), got {r!r}")  # fmt: skip
+    return ("a retriever object (retrieve(), chunks, mode: the "
+            "kbqa.retrieval.retriever.Retriever protocol)")  # fmt: skip
+
+
+def _retriever_object(c: Context) -> str | None:
+    if c.retriever is None or not (wanted := _retriever_problem(c.retriever)):
+        return None
+    return f"retriever must be {wanted}, got {c.retriever!r}"
+
+
+def _resources_object(c: Context) -> str | None:
+    if c.resources is None:
+        return None
+    if not isinstance(c.resources, Resources):
+        return f"resources must be a kbqa.resources.Resources, got {c.resources!r}"
+    return c.resources.problem()
 
 
 def _room_for_a_prompt(c: Context) -> str | None:
@@ -492,6 +504,54 @@ def _room_for_a_prompt(c: Context) -> str | None:
 
 
 RULES: tuple[Callable[[Context], str | None], ...] = (
-    _fusion_weights, _rerank_pool, _retriever_object, _room_for_a_prompt,
+    _fusion_weights, _rerank_pool, _retriever_object, _resources_object, _room_for_a_prompt,
 )  # fmt: skip
 """Checks of several settings together, run after :data:`FIELD_CHECKS`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """Parts of a run handed in as objects rather than loaded from the settings: models built in
+    Python, or a test's fakes. A part left None is loaded from the settings on first use.
+
+    ``Context(resources=Resources(reader=model))`` reads with ``model``; with a ``web_search``
+    given, the web-search stage still runs only when the settings switch it on.
+
+    Attributes:
+        retriever: The knowledge base's retriever (:class:`~kbqa.retrieval.retriever.Retriever`
+            protocol; ``chunks`` numbered by chunk id).
+        precision_retriever: The fallback's (``strategy="precision"``).
+        reader: The reader's chat model (a LangChain ``BaseChatModel``).
+        verifier: The verifier's chat model.
+        reranker: The reranker of the fused pool (:class:`~kbqa.retrieval.rerank.Reranker`).
+        web_search: The web search (:class:`~kbqa.web_search.WebSearch`).
+    """
+
+    retriever: Any = None
+    precision_retriever: Any = None
+    reader: Any = None
+    verifier: Any = None
+    reranker: Any = None
+    web_search: Any = None
+
+    def problem(self) -> str | None:
+        """What is wrong with a part (an object that is not what it stands for), or None."""
+        from langchain_core.language_models import BaseChatModel
+
+        def chat(v: Any) -> str | None:
+            return None if isinstance(v, BaseChatModel) else "a chat model"
+
+        def has(method: str, what: str) -> Callable[[Any], str | None]:
+            return lambda v: None if callable(getattr(v, method, None)) else what
+
+        needs: dict[str, Callable[[Any], str | None]] = {
+            "retriever": _retriever_problem, "precision_retriever": _retriever_problem,
+            "reader": chat, "verifier": chat,
+            "reranker": has("score", "a reranker (score(question, passages))"),
+            "web_search": has("search", "a web search (search(query, max_results, timeout))"),
+        }  # fmt: skip
+        for name, check in needs.items():
+            value = getattr(self, name)
+            if value is not None and (wanted := check(value)):
+                return f"resources.{name} must be {wanted}, got {value!r}"
+        return None

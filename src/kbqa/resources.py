@@ -11,9 +11,9 @@ heavy is rebuilt per call, and tests hand fakes in as objects instead of patchin
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kbqa.context import Resources
 from kbqa.embedders import load_embedder
 from kbqa.errors import IndexLoadError
 from kbqa.index import DENSE, has_strategy, load_index
@@ -28,39 +28,12 @@ if TYPE_CHECKING:
     from kbqa.context import Context
     from kbqa.web_search import WebSearch
 
-
-@dataclass(frozen=True, slots=True)
-class Resources:
-    """Parts of a run handed in as objects rather than loaded from the settings: models built in
-    Python, or a test's fakes. A part left None is loaded from the settings on first use.
-
-    ``Context(resources=Resources(reader=model))`` reads with ``model``; with a ``web_search``
-    given, the web-search stage still runs only when the settings switch it on.
-
-    Attributes:
-        retriever: The knowledge base's retriever (:class:`~kbqa.retrieval.retriever.Retriever`
-            protocol; ``chunks`` numbered by chunk id).
-        precision_retriever: The fallback's (``strategy="precision"``).
-        reader: The reader's chat model (a LangChain ``BaseChatModel``).
-        verifier: The verifier's chat model.
-        reranker: The reranker of the fused pool (:class:`~kbqa.retrieval.rerank.Reranker`).
-        web_search: The web search (:class:`~kbqa.web_search.WebSearch`).
-    """
-
-    retriever: Retriever | None = None
-    precision_retriever: Retriever | None = None
-    reader: BaseChatModel | None = None
-    verifier: BaseChatModel | None = None
-    reranker: Reranker | None = None
-    web_search: WebSearch | None = None
+__all__ = ["Resources"]  # defined beside the settings that carry it, used from here
 
 
 def _given(ctx: Context) -> Resources:
     """The parts handed in through ``ctx.resources`` (none when it holds none)."""
-    given = ctx.resources
-    if given is not None and not isinstance(given, Resources):
-        raise TypeError(f"Context.resources must be a kbqa.resources.Resources, got {given!r}")
-    return given or _NOTHING
+    return ctx.resources or _NOTHING
 
 
 _NOTHING = Resources()
@@ -129,14 +102,14 @@ def retriever_for(ctx: Context, strategy: str | None = None) -> Retriever:
     """
     handed = _given(ctx).precision_retriever if strategy == "precision" else None
     if handed is not None:
-        return handed
+        return handed  # type: ignore[no-any-return]
     if _given(ctx).retriever is not None:
         if strategy is not None:  # never mix a handed-in knowledge base with index_dir's
             raise IndexLoadError(
                 f"a retriever handed in through Context.resources has no {strategy!r} "
                 "sub-index: hand in precision_retriever too"
             )
-        return _given(ctx).retriever  # type: ignore[return-value]
+        return _given(ctx).retriever  # type: ignore[no-any-return]
     if ctx.retriever is not None:
         if strategy is not None:  # never mix a handed-in knowledge base with index_dir's
             raise IndexLoadError(
@@ -162,7 +135,7 @@ def reranker_for(ctx: Context, strategy: str | None = None) -> Reranker | None:
         ModelError: The reranker's model or adapter does not load.
     """
     if _given(ctx).reranker is not None:
-        return _given(ctx).reranker
+        return _given(ctx).reranker  # type: ignore[no-any-return]
     if ctx.reranker == "off":
         return None
     retriever: Any = retriever_for(ctx, strategy)  # hashed by identity for the cache
@@ -190,7 +163,7 @@ def chat_model_for(ctx: Context) -> BaseChatModel:
     """The run's reader: the one handed in (``ctx.resources.reader``), else the shared chat
     model of the settings (behind ``ctx.llm_url`` when set)."""
     if _given(ctx).reader is not None:
-        return _given(ctx).reader  # type: ignore[return-value]
+        return _given(ctx).reader  # type: ignore[no-any-return]
     if ctx.llm_url:
         from kbqa.llm.server import load_server_chat_model
 
@@ -217,7 +190,7 @@ def verifier_for(ctx: Context) -> BaseChatModel:
     behind ``ctx.llm_url`` when set, where the server must also serve the verifier model as
     ``ctx.llm_model``; the one handed in (``ctx.resources.verifier``) when there is one."""
     if _given(ctx).verifier is not None:
-        return _given(ctx).verifier  # type: ignore[return-value]
+        return _given(ctx).verifier  # type: ignore[no-any-return]
     if ctx.llm_url:
         from kbqa.llm.server import load_server_chat_model
 
@@ -242,7 +215,7 @@ def web_search_for(ctx: Context) -> WebSearch | None:
         WebSearchError: Unknown name or unreadable static file.
     """
     if _given(ctx).web_search is not None:
-        return _given(ctx).web_search
+        return _given(ctx).web_search  # type: ignore[no-any-return]
     from kbqa.web_search import load_web_search
 
     return load_web_search(ctx.web_search)

@@ -22,11 +22,11 @@ pytestmark = pytest.mark.integration
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture
-def served(both_index: Path, tmp_path: Path) -> Iterator[str]:
+def serve(index: Path, tmp_path: Path, model: str) -> Iterator[str]:
+    """``kbqa serve --port 0`` over ``index`` with ``model``; yields its URL."""
     pytest.importorskip("uvicorn")
-    command = [sys.executable, "-m", "kbqa.cli", "serve", "--index", str(both_index),
-               "--embedder", "fake/hash", "--model", "fake/script:১৯১৩|কলকাতায়",
+    command = [sys.executable, "-m", "kbqa.cli", "serve", "--index", str(index),
+               "--embedder", "fake/hash", "--model", model,
                "--cross-check", "off", "--web-search", "off", "--port", "0",
                "--db", str(tmp_path / "threads.sqlite")]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -44,6 +44,33 @@ def served(both_index: Path, tmp_path: Path) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture
+def served(both_index: Path, tmp_path: Path) -> Iterator[str]:
+    yield from serve(both_index, tmp_path, "fake/script:১৯১৩|কলকাতায়")
+
+
+def test_a_client_gone_mid_answer_does_not_hang_the_server(
+    both_index: Path, tmp_path: Path
+) -> None:
+    """A break-it trial: a client that read a few bytes of an answer and closed its socket left
+    the answer's lock held, and every later question hung."""
+    import json
+    import socket
+    import urllib.request
+
+    for url in serve(both_index, tmp_path, "fake/slow:2"):
+        host, port = url.split("//")[1].rstrip("/").split(":")
+        body = json.dumps({"question": "ঢাকা কোথায়?"}).encode()
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(b"POST /api/ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n" % len(body) + body)  # fmt: skip
+            sock.recv(60)  # the first bytes of the answer, then the client goes away
+        request = urllib.request.Request(f"{url}api/ask", data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})  # fmt: skip
+        with urllib.request.urlopen(request, timeout=60) as response:
+            assert b"event: answer" in response.read()
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")

@@ -53,6 +53,7 @@ def serve(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((LOOPBACK, port))
+        sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
     except OSError as exc:
         service.store.close()
         fail(f"cannot serve on {LOOPBACK}:{port}: {exc.strerror or exc}")

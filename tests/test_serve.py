@@ -139,3 +139,10 @@ def test_a_missing_precision_sub_index_is_a_404(tiny_index: Path, tmp_path: Path
     client = TestClient(create_app(ChatService(ctx, str(tmp_path / "t.sqlite"))))
     assert client.get("/passage/precision/0").status_code == 404
     assert client.get("/passage/main/0").status_code == 200
+
+
+def test_a_thread_id_with_a_slash_can_be_resumed(client: TestClient) -> None:
+    """A break-it trial: a thread asked in as ``a/b`` could never be read back."""
+    events(client.post("/api/ask", json={"question": "ঢাকা কোথায়?", "thread": "a/b"}))
+    assert len(client.get("/api/threads/a%2Fb").json()) == 1
+    assert client.get("/api/threads/a").json() == []

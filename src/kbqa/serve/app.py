@@ -236,6 +236,6 @@ def create_app(service: ChatService) -> Any:
     return Starlette(routes=[
         Route("/", index),
         Route("/api/ask", ask, methods=["POST"]),
-        Route("/api/threads/{thread}", history),
+        Route("/api/threads/{thread:path}", history),  # a thread id may hold "/"
         Route("/passage/{index}/{chunk_id:int}", passage),
     ])  # fmt: skip

@@ -377,8 +377,10 @@ def test_default_index_has_no_dense_part_and_says_how_to_add_one(tmp_path: Path)
     assert retriever.index.chunks[hits[0].chunk_id].doc_id == "d1"
     with pytest.raises(IndexLoadError, match=r"without a dense part.*--embedder static or e5"):
         continue_index(out, progress=False)
-    with pytest.raises(IndexLoadError, match="built with embedder 'none'"):
+    with pytest.raises(IndexLoadError, match="built with embedder 'none'") as refused:
         load_retriever(str(out), "e5")
+    # the folder named, not the version folder it points to (a new user's and a break-it finding)
+    assert str(refused.value).startswith(f"{out} was built") and ".v-" not in str(refused.value)
 
 
 def test_an_older_words_only_index_is_queried_with_words(tiny_index: Path, tmp_path: Path) -> None:

@@ -42,7 +42,8 @@ def load_index(
             return _load_resolved(real, path, embedder_id=embedder_id, strategy=strategy)
         except IndexLoadError as exc:
             if resolve_index(path) == real:
-                raise
+                # the folder the user named, not the version folder it points to (.NAME.v-...)
+                raise IndexLoadError(str(exc).replace(str(real), str(path))) from None
             last = exc
     assert last is not None
     raise last

@@ -97,7 +97,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("kbqa.corpus", "kbqa.prompts", "kbqa.retrieval.tokenizer", "kbqa.retrieval.fusion"),
     ("kbqa.llm", "kbqa.tracing", "kbqa.state", "kbqa.retrieval.rerank"),
     ("kbqa.embedders", "kbqa.index", "kbqa.retrieval", "kbqa.stores", "kbqa.web_search"),
-    ("kbqa.context",),
+    ("kbqa.context", "kbqa.context_checks"),
     ("kbqa.answers", "kbqa.resources"),
     ("kbqa.passages",),
     ("kbqa.nodes",),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from kbqa.context import Resources
+from kbqa.context_checks import Resources
 from kbqa.embedders import load_embedder
 from kbqa.errors import IndexLoadError
 from kbqa.index import DENSE, has_strategy, load_index

@@ -25,7 +25,8 @@ from typing import Any
 from kbqa.finetune.base import load_base
 from kbqa.finetune.config import ReaderConfig
 from kbqa.finetune.loss import LeftPadCollator, answer_loss, encode_example
-from kbqa.finetune.reader import ensure_index, prepare_examples
+from kbqa.finetune.pipeline import ensure_index
+from kbqa.finetune.reader import prepare_examples
 from kbqa.finetune.train import lora_model
 from kbqa.llm.models import MODELS, resolve_model
 

@@ -54,7 +54,7 @@ def main() -> None:
     from trl import SFTConfig, SFTTrainer
 
     from kbqa.finetune.loss import LeftPadCollator, encode_example
-    from kbqa.finetune.train import _trainer_classes
+    from kbqa.finetune.trainer import AnswerOnlyTrainer
 
     examples = [e for e in read_examples(Path(args.examples)) if e.split == "train"][: args.steps]
     gguf = resolve_model("gemma3-270m")[0]
@@ -82,8 +82,7 @@ def main() -> None:
         else:
             from transformers import TrainingArguments
 
-            cls, _ = _trainer_classes()
-            trainer = cls(model=model, args=TrainingArguments(**common, remove_unused_columns=False),
+            trainer = AnswerOnlyTrainer(model=model, args=TrainingArguments(**common, remove_unused_columns=False),
                           train_dataset=[encode_example(tok, e) for e in examples],
                           data_collator=LeftPadCollator(tok.pad_token_id),
                           callbacks=[timer.hooks()])  # fmt: skip

@@ -14,8 +14,9 @@ from kbqa.context import Context
 from kbqa.evals.datasets import Question
 from kbqa.evals.metrics import answer_in_context
 from kbqa.finetune.config import ReaderConfig, parse_duration
-from kbqa.finetune.data import ExampleBuilder, TrainingQuestion, build_examples, split_by_document
+from kbqa.finetune.data import ExampleBuilder, build_examples
 from kbqa.finetune.examples import read_examples, write_examples
+from kbqa.finetune.questions import TrainingQuestion, split_by_document
 from kbqa.llm.fake import ScriptedChatModel
 from kbqa.passages import chunk_passages, retrieve_records
 from kbqa.prompts import ABSTENTION_PHRASE, prompt_text
@@ -231,8 +232,8 @@ def _inputs(tmp_path: Path, doc_id: str = "d1", answerable: bool = True) -> Read
 
 def test_inputs_are_checked_before_anything_is_written(tmp_path: Path) -> None:
     from kbqa.errors import InputError
-    from kbqa.finetune.reader import check_inputs
-    from kbqa.finetune.train import last_checkpoint
+    from kbqa.finetune.checkpoint import last_checkpoint
+    from kbqa.finetune.pipeline import check_inputs
 
     cfg = _inputs(tmp_path)
     check_inputs(cfg)  # fine

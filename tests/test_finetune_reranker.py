@@ -14,7 +14,7 @@ import pytest
 
 from kbqa.embedders import HashEmbedder
 from kbqa.evals.datasets import Question
-from kbqa.finetune.data import TrainingQuestion
+from kbqa.finetune.questions import TrainingQuestion
 from kbqa.finetune.reranker import RerankerConfig, build_pairs, rank_metrics
 from kbqa.index import load_index
 from kbqa.prompts.rerank import render_rerank_prompt

@@ -93,7 +93,7 @@ def test_the_routes_read_state_and_settings_not_the_nodes() -> None:
 
 
 LAYERS: list[tuple[str, ...]] = [
-    ("kbqa.errors", "kbqa.version", "kbqa.paths", "kbqa.text"),
+    ("kbqa.errors", "kbqa.version", "kbqa.paths", "kbqa.text", "kbqa.interrupts"),
     ("kbqa.corpus", "kbqa.prompts", "kbqa.retrieval.tokenizer", "kbqa.retrieval.fusion"),
     ("kbqa.llm", "kbqa.tracing", "kbqa.state", "kbqa.retrieval.rerank"),
     ("kbqa.embedders", "kbqa.index", "kbqa.retrieval", "kbqa.stores", "kbqa.web_search"),
@@ -106,11 +106,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("kbqa.evals", "kbqa.finetune"),
     ("kbqa.cli",),
 ]
-"""The house from the bottom up (issue 35 item 9): text and errors; documents and prompts; the
-LLM, the state's types and the parts of retrieval those need; embedders, the on-disk index,
-stores and the retriever; the run's settings; the answer logic and the resources built from the
-settings; the passages a question reads; the nodes; the graph; the front doors; evaluation and
-fine-tuning; the command line. A module may import its own layer and those below it."""
+"""The house from the bottom up (issue 35 item 9): text, errors and interrupts; documents and
+prompts; the LLM, the state's types and the parts of retrieval those need; embedders, the
+on-disk index, stores and the retriever; the run's settings; the answer logic and the
+resources built from the settings; the passages a question reads; the nodes; the graph; the
+front doors; evaluation and fine-tuning; the command line. A module may import its own layer
+and those below it."""
 
 
 def layer_of(module: str) -> int:

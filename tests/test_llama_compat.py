@@ -38,7 +38,7 @@ def test_a_ctrl_c_during_a_model_load_is_not_lost() -> None:
 
     import pytest
 
-    from kbqa.llm.chat import deferred_interrupt
+    from kbqa.interrupts import deferred_interrupt
 
     seen: list[str] = []
     callback = ctypes.CFUNCTYPE(None)(lambda: seen.append("called back"))
@@ -51,4 +51,20 @@ def test_a_ctrl_c_during_a_model_load_is_not_lost() -> None:
     with pytest.raises(KeyboardInterrupt), deferred_interrupt():
         load()
     assert seen == ["called back", "load finished"]  # the load completes, then it stops
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_clean_up_drops_the_ctrl_c_it_held() -> None:
+    """``reraise=False`` (the clean-up of an interrupted Milvus write): a Ctrl-C during the
+    block neither cuts it short nor is raised after it; the handler is restored."""
+    import os
+    import signal
+
+    from kbqa.interrupts import deferred_interrupt
+
+    done = []
+    with deferred_interrupt(reraise=False):
+        os.kill(os.getpid(), signal.SIGINT)
+        done.append("cleaned up")
+    assert done == ["cleaned up"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

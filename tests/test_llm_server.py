@@ -32,7 +32,8 @@ from kbqa.errors import ModelError
 
 pytest.importorskip("langchain_openai", reason="kbqa[server] is not installed (langchain-openai)")
 
-from kbqa.llm.server import GREEDY, ServerChatModel, load_server_chat_model, served_models
+from kbqa.llm.endpoint import served_models
+from kbqa.llm.server import GREEDY, ServerChatModel, load_server_chat_model
 
 PHRASE = "Context-এ তথ্য নেই"
 

@@ -301,8 +301,9 @@ class KBQA:
         check at construction)."""
         if out.get("llm_error") and not self._warned:
             self._warned = True
-            log.warning("LLM unavailable (%s); answering with the pattern extractor",
-                        out["llm_error"])  # fmt: skip
+            log.warning(
+                "LLM unavailable (%s); answering with the pattern extractor", out["llm_error"]
+            )
 
     @staticmethod
     def _check(question: str) -> None:

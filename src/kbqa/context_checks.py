@@ -88,14 +88,18 @@ def _web_search_name(value: Any) -> str | None:
 
     if value.startswith("static:") or known_web_search(value):
         return None
-    return ("($KBQA_WEB_SEARCH, --web-search) must be ddgs, off, static:PATH of an existing "
-            f"file, or a registered name; got {value!r}")  # fmt: skip
+    return (
+        "($KBQA_WEB_SEARCH, --web-search) must be ddgs, off, static:PATH of an existing "
+        f"file, or a registered name; got {value!r}"
+    )
 
 
 def reranker_choices() -> str:
     """What ``reranker`` may be, as an error message lists it."""
-    return (f"{', '.join(RERANKERS)}, hf:PATH_OR_NAME, {BGE_RERANKER}[:FOLDER] or a directory "
-            "from `kbqa finetune reranker`")  # fmt: skip
+    return (
+        f"{', '.join(RERANKERS)}, hf:PATH_OR_NAME, {BGE_RERANKER}[:FOLDER] or a directory "
+        "from `kbqa finetune reranker`"
+    )
 
 
 def _reranker_name(value: Any) -> str | None:
@@ -114,7 +118,7 @@ def is_reranker_dir_name(value: str) -> bool:
 def _llm_url(value: Any) -> str | None:
     if not value:
         return None
-    from kbqa.llm.server import check_llm_url
+    from kbqa.llm.endpoint import check_llm_url
 
     try:
         check_llm_url(value)
@@ -124,10 +128,22 @@ def _llm_url(value: Any) -> str | None:
 
 
 FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
-    **dict.fromkeys(("k", "retry_k", "candidate_pool", "rerank_pool", "max_answer_tokens",
-                     "max_answer_chars", "max_verify_tokens", "web_max_results"), _positive),
-    "n_ctx": lambda v: _positive(v) or (
-        None if v <= MAX_N_CTX else f"must be at most {MAX_N_CTX} tokens, got {v}"),
+    **dict.fromkeys(
+        (
+            "k",
+            "retry_k",
+            "candidate_pool",
+            "rerank_pool",
+            "max_answer_tokens",
+            "max_answer_chars",
+            "max_verify_tokens",
+            "web_max_results",
+        ),
+        _positive,
+    ),
+    "n_ctx": lambda v: (
+        _positive(v) or (None if v <= MAX_N_CTX else f"must be at most {MAX_N_CTX} tokens, got {v}")
+    ),
     "n_threads": _whole(),
     "max_retries": _whole(MAX_RETRIES),
     "abstention_phrase": _not_blank,
@@ -138,34 +154,41 @@ FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "abstention_threshold": _within(0, 1),
     "rerank_weight": _within(0, 1),
     "reranker": _reranker_name,
-    "cross_check": lambda v: None if v in ("auto", "on", "off") else (
-        f"must be auto, on or off, got {v!r}"),
+    "cross_check": lambda v: (
+        None if v in ("auto", "on", "off") else (f"must be auto, on or off, got {v!r}")
+    ),
     "grounding": _one_of(*GROUNDING_MODES),
     "fusion": _one_of("weighted", "rrf"),
     "llm_url": _llm_url,
-}  # fmt: skip
+}
 """Each field's own check (after its type's, from its annotation): a problem, or None."""
 
 
 def _fusion_weights(c: Any) -> str | None:
     if c.bm25_weight < 0 or c.dense_weight < 0 or c.bm25_weight + c.dense_weight <= 0:
-        return (f"fusion weights must be >= 0 and not both 0, got bm25_weight={c.bm25_weight}, "
-                f"dense_weight={c.dense_weight}")  # fmt: skip
+        return (
+            f"fusion weights must be >= 0 and not both 0, got bm25_weight={c.bm25_weight}, "
+            f"dense_weight={c.dense_weight}"
+        )
     return None
 
 
 def _rerank_pool(c: Any) -> str | None:
     if c.reranker != "off" and c.rerank_pool < c.k:
-        return (f"rerank_pool ({c.rerank_pool}) must be at least k ({c.k}): the reranker keeps "
-                "the best k of the pool it sees")  # fmt: skip
+        return (
+            f"rerank_pool ({c.rerank_pool}) must be at least k ({c.k}): the reranker keeps "
+            "the best k of the pool it sees"
+        )
     return None
 
 
 def _retriever_problem(r: Any) -> str | None:
     if callable(getattr(r, "retrieve", None)) and all(hasattr(r, n) for n in ("chunks", "mode")):
         return None
-    return ("a retriever object (retrieve(), chunks, mode: the "
-            "kbqa.retrieval.retriever.Retriever protocol)")  # fmt: skip
+    return (
+        "a retriever object (retrieve(), chunks, mode: the "
+        "kbqa.retrieval.retriever.Retriever protocol)"
+    )
 
 
 def _retriever_object(c: Any) -> str | None:
@@ -184,14 +207,20 @@ def _resources_object(c: Any) -> str | None:
 
 def _room_for_a_prompt(c: Any) -> str | None:
     if c.n_ctx < c.max_answer_tokens + 64:
-        return (f"n_ctx ({c.n_ctx}) must be at least max_answer_tokens ({c.max_answer_tokens}) "
-                "+ 64 to leave room for a prompt")  # fmt: skip
+        return (
+            f"n_ctx ({c.n_ctx}) must be at least max_answer_tokens ({c.max_answer_tokens}) "
+            "+ 64 to leave room for a prompt"
+        )
     return None
 
 
 RULES: tuple[Callable[[Any], str | None], ...] = (
-    _fusion_weights, _rerank_pool, _retriever_object, _resources_object, _room_for_a_prompt,
-)  # fmt: skip
+    _fusion_weights,
+    _rerank_pool,
+    _retriever_object,
+    _resources_object,
+    _room_for_a_prompt,
+)
 """Checks of several settings together, run after :data:`FIELD_CHECKS`."""
 
 
@@ -231,11 +260,13 @@ class Resources:
             return lambda v: None if callable(getattr(v, method, None)) else what
 
         needs: dict[str, Callable[[Any], str | None]] = {
-            "retriever": _retriever_problem, "precision_retriever": _retriever_problem,
-            "reader": chat, "verifier": chat,
+            "retriever": _retriever_problem,
+            "precision_retriever": _retriever_problem,
+            "reader": chat,
+            "verifier": chat,
             "reranker": has("score", "a reranker (score(question, passages))"),
             "web_search": has("search", "a web search (search(query, max_results, timeout))"),
-        }  # fmt: skip
+        }
         for name, check in needs.items():
             value = getattr(self, name)
             if value is not None and (wanted := check(value)):

@@ -59,9 +59,11 @@ class KBQARetriever(BaseRetriever):
         from kbqa.resources import load_milvus_retriever, load_retriever
         from kbqa.stores.milvus.uri import is_milvus_uri
 
-        retriever = (load_milvus_retriever(self.index_dir, self.embedder)
-                     if is_milvus_uri(self.index_dir)
-                     else load_retriever(self.index_dir, self.embedder))  # fmt: skip
+        retriever = (
+            load_milvus_retriever(self.index_dir, self.embedder)
+            if is_milvus_uri(self.index_dir)
+            else load_retriever(self.index_dir, self.embedder)
+        )
         chunks = retriever.chunks
         hits = retriever.retrieve(
             query,

@@ -55,8 +55,9 @@ def load_retriever(index_dir: str, embedder: str, strategy: str | None = None) -
     """
     from kbqa.embedders import resolve_embedder
 
-    index = load_index(index_dir, embedder_id=resolve_embedder(embedder) if embedder else None,
-                       strategy=strategy)  # fmt: skip
+    index = load_index(
+        index_dir, embedder_id=resolve_embedder(embedder) if embedder else None, strategy=strategy
+    )
     if index.dense is None:  # built BM25-first; `kbqa index --continue` adds the dense part
         return HybridRetriever(index, None)
     return HybridRetriever(
@@ -203,8 +204,9 @@ def verifier_for(ctx: Context) -> BaseChatModel:
             ctx.llm_timeout,
             role="verifier",
         )
-    return load_chat_model(verifier_name(ctx), ctx.n_ctx, ctx.n_threads, role="verifier",
-                           adapter=ctx.verifier_adapter)  # fmt: skip
+    return load_chat_model(
+        verifier_name(ctx), ctx.n_ctx, ctx.n_threads, role="verifier", adapter=ctx.verifier_adapter
+    )
 
 
 def web_search_for(ctx: Context) -> WebSearch | None:

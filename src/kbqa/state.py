@@ -185,9 +185,18 @@ class State(InputState, OutputState, total=False):
 
 
 KEPT_ACROSS_QUESTIONS = frozenset(
-    {"question", "asked", "language", "question_type", "retries", "route", "timings",
-     "stage_answers", "history"}
-)  # fmt: skip
+    {
+        "question",
+        "asked",
+        "language",
+        "question_type",
+        "retries",
+        "route",
+        "timings",
+        "stage_answers",
+        "history",
+    }
+)
 """Output fields that :func:`per_question_reset` leaves alone: ``classify`` sets them for each
 question itself (the accumulated lists with :data:`RESET`), and ``history`` is the thread's."""
 

@@ -81,8 +81,10 @@ def digits_as_in(text: str, others: Sequence[str]) -> str:
 
     def as_written(match: regex.Match[str]) -> str:
         number = str(match.group(0))
-        forms = [number, *{str(number.translate(_TO_ASCII)), str(number.translate(_TO_BN))}
-                 - {number}]  # fmt: skip
+        forms = [
+            number,
+            *{str(number.translate(_TO_ASCII)), str(number.translate(_TO_BN))} - {number},
+        ]
         for passage in others:
             for form in forms:
                 if held(form, passage):

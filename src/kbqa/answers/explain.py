@@ -72,8 +72,10 @@ def abstention_reason(out: dict[str, Any]) -> str | None:
         return "no passage holds this answer" + (f" ({refused})" if refused else "")
     if "cross_check: abstained" in route:
         share = float(out.get("question_coverage") or 0.0)
-        return (f"the passages do not cover the question (their best sentence holds {share:.0%}"
-                " of its words; cross_check)")  # fmt: skip
+        return (
+            f"the passages do not cover the question (their best sentence holds {share:.0%}"
+            " of its words; cross_check)"
+        )
     last = _last_reading(out)
     if last is not None and last[1].get("abstained"):
         return _reader_reason(out)

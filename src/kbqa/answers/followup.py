@@ -38,10 +38,11 @@ import regex
 from kbqa.answers.aligned import same_stem
 from kbqa.answers.vocabulary import BN_QUESTION_WORDS
 
-PERSON = {"bn": {"তিনি", "সে", "উনি", "তাঁকে", "তাকে", "ওনাকে"},
-          "en": {"he", "she", "him", "they", "them"}}  # fmt: skip
-PERSON_GENITIVE = {"bn": {"তাঁর", "তার", "ওনার", "তাঁদের", "তাদের"},
-                   "en": {"his", "her", "their"}}  # fmt: skip
+PERSON = {
+    "bn": {"তিনি", "সে", "উনি", "তাঁকে", "তাকে", "ওনাকে"},
+    "en": {"he", "she", "him", "they", "them"},
+}
+PERSON_GENITIVE = {"bn": {"তাঁর", "তার", "ওনার", "তাঁদের", "তাদের"}, "en": {"his", "her", "their"}}
 THING = {"bn": {"এটি", "এটা", "সেটি", "সেটা", "ওটি"}, "en": {"it", "this"}}
 THING_GENITIVE = {"bn": {"এর", "এটির", "সেটির", "এটার"}, "en": {"its"}}
 PLACE = {"bn": {"সেখানে", "সেখানকার", "ওখানে"}, "en": {"there"}}
@@ -97,8 +98,14 @@ def is_followup(question: str, language: str) -> bool:
     ``and``."""
     lang = "bn" if language == "bn" else "en"
     words = {w.lower() for w in _WORD.findall(question)}
-    pronouns = (PERSON[lang] | PERSON_GENITIVE[lang] | THING[lang] | THING_GENITIVE[lang]
-                | PLACE[lang] | DEMONSTRATIVE[lang])  # fmt: skip
+    pronouns = (
+        PERSON[lang]
+        | PERSON_GENITIVE[lang]
+        | THING[lang]
+        | THING_GENITIVE[lang]
+        | PLACE[lang]
+        | DEMONSTRATIVE[lang]
+    )
     return bool(words & pronouns) or bool(LEADING.match(question))
 
 
@@ -229,10 +236,12 @@ def standalone_question(question: str, language: str, last: LastTurn | None) -> 
         nonlocal replaced
         low = word.lower()
         for words, referent, genitive in (
-            (PERSON[lang], person, False), (PERSON_GENITIVE[lang], person, True),
-            (THING[lang], thing, False), (THING_GENITIVE[lang], thing, True),
+            (PERSON[lang], person, False),
+            (PERSON_GENITIVE[lang], person, True),
+            (THING[lang], thing, False),
+            (THING_GENITIVE[lang], thing, True),
             (PLACE[lang], place, False),
-        ):  # fmt: skip
+        ):
             if low in words and referent:
                 replaced = True
                 if words is PLACE[lang] and lang == "en":

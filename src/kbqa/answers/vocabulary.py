@@ -39,9 +39,32 @@ def yes_no_in(language: str, word: str) -> str | None:
 EDGE = " \t\n।.,;:!?\"'“”‘’()[]{}"
 """Characters an answer's edges lose before it is compared."""
 
-BN_QUESTION_WORDS = frozenset({
-    "কোন", "কোনটি", "কোনটা", "কবে", "কোথায়", "কোথা", "কোথাকার", "কে", "কী", "কি", "কত", "কতটি",
-    "কতজন", "কয়টি", "কয়জন", "কেন", "কীভাবে", "কিভাবে", "কার", "কাকে", "কাদের", "কারা", "কেমন",
-})  # fmt: skip
+BN_QUESTION_WORDS = frozenset(
+    {
+        "কোন",
+        "কোনটি",
+        "কোনটা",
+        "কবে",
+        "কোথায়",
+        "কোথা",
+        "কোথাকার",
+        "কে",
+        "কী",
+        "কি",
+        "কত",
+        "কতটি",
+        "কতজন",
+        "কয়টি",
+        "কয়জন",
+        "কেন",
+        "কীভাবে",
+        "কিভাবে",
+        "কার",
+        "কাকে",
+        "কাদের",
+        "কারা",
+        "কেমন",
+    }
+)
 """Bangla question words; a question's subject is usually written before the first of them
 (subject-object-verb order: ``আহসান মঞ্জিল কোন নদীর তীরে অবস্থিত?``)."""

@@ -45,8 +45,10 @@ def make_context(settings: dict[str, Any]) -> Any:
 
 def out_of_memory(exc: MemoryError, ctx: Any) -> str:
     """The error for a model or context window that does not fit in memory."""
-    return (f"not enough memory to load the model with a {ctx.n_ctx}-token context window "
-            f"({exc or 'MemoryError'}); a smaller --n-ctx needs less")  # fmt: skip
+    return (
+        f"not enough memory to load the model with a {ctx.n_ctx}-token context window "
+        f"({exc or 'MemoryError'}); a smaller --n-ctx needs less"
+    )
 
 
 def load_models(ctx: Any) -> None:
@@ -57,8 +59,9 @@ def load_models(ctx: Any) -> None:
 
     problem = preload(ctx)
     if problem:
-        typer.echo(f"warning: LLM unavailable ({problem}); answering with the pattern extractor",
-                   err=True)  # fmt: skip
+        typer.echo(
+            f"warning: LLM unavailable ({problem}); answering with the pattern extractor", err=True
+        )
     warn_fallback_unavailable(ctx)
 
 
@@ -77,9 +80,11 @@ def warn_fallback_unavailable(ctx: Any) -> None:
     except (KBQAError, OSError):  # no index at all: loading it says so
         return
     if missing:
-        typer.echo(f"warning: --fallback is on, but {ctx.index_dir} has no precision part, so "
-                   "the fallback will not run (build one with kbqa index KB --strategy both)",
-                   err=True)  # fmt: skip
+        typer.echo(
+            f"warning: --fallback is on, but {ctx.index_dir} has no precision part, so "
+            "the fallback will not run (build one with kbqa index KB --strategy both)",
+            err=True,
+        )
 
 
 @app.command()

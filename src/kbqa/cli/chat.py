@@ -125,16 +125,18 @@ class Session:
                 if event.kind == "token":
                     if event.node in STREAMED:
                         if not streaming:
-                            self.console.print(f"  {event.node}: ", end="", style="dim",
-                                               markup=False)  # fmt: skip
+                            self.console.print(
+                                f"  {event.node}: ", end="", style="dim", markup=False
+                            )
                             streaming = True
                         self.console.print(event.text, end="", markup=False)
                     continue
                 if streaming:
                     self.console.print()
                     streaming = False
-                note = " ".join(r for r in event.update.get("route", [])[1:]
-                                if isinstance(r, str) and ":" in r)  # fmt: skip
+                note = " ".join(
+                    r for r in event.update.get("route", [])[1:] if isinstance(r, str) and ":" in r
+                )
                 node = event.node
                 line = note if note.startswith(f"{node}:") else f"{node} {note}".rstrip()
                 self.console.print(f"  · {line}", style="dim", markup=False)
@@ -265,8 +267,11 @@ def _resume_command(ctx: Context, db: str | None, thread: str) -> str:
     from dataclasses import MISSING, fields
 
     defaults = {f.name: f.default for f in fields(Context) if f.default is not MISSING}
-    changed = {name: value for name, value in ctx.settings().items()
-               if name != "index_dir" and name in defaults and value != defaults[name]}  # fmt: skip
+    changed = {
+        name: value
+        for name, value in ctx.settings().items()
+        if name != "index_dir" and name in defaults and value != defaults[name]
+    }
     program = sys.argv[0] if Path(sys.argv[0]).name == "kbqa" else "kbqa"  # .venv/bin/kbqa
     words = [program, "chat", "--index", ctx.index_dir, *option_args(changed), "--thread", thread]
     if db is not None:
@@ -299,8 +304,10 @@ def chat(
     from kbqa.errors import KBQAError
 
     if db is not None and not db.strip():
-        fail("--db is empty: give a SQLite file or a postgresql:// URL, or leave --db out "
-             "for ~/.cache/kbqa/chat.sqlite")  # fmt: skip
+        fail(
+            "--db is empty: give a SQLite file or a postgresql:// URL, or leave --db out "
+            "for ~/.cache/kbqa/chat.sqlite"
+        )
     ctx = make_context(settings)
     try:
         load_models(ctx)
@@ -312,8 +319,11 @@ def chat(
         import readline  # noqa: F401  (line editing and history for input())
     if not as_json:
         resumed = f"resumed thread {thread}" if thread else f"thread {session.thread}"
-        session.say(f"kbqa chat: {ctx.index_dir}, model {ctx.model}, {resumed} in {_store(db)}; "
-                    "/help for commands, Ctrl-D to leave", soft_wrap=True)  # fmt: skip
+        session.say(
+            f"kbqa chat: {ctx.index_dir}, model {ctx.model}, {resumed} in {_store(db)}; "
+            "/help for commands, Ctrl-D to leave",
+            soft_wrap=True,
+        )
         command = _resume_command(ctx, db, session.thread)
         session.say(f"resume it with: {command}", style="dim", soft_wrap=True)
     recoverable: tuple[type[Exception], ...] = (KBQAError, ValueError, *session.store.errors)

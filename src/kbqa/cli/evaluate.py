@@ -6,8 +6,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -16,6 +17,10 @@ from kbqa.cli.app import app, fail
 from kbqa.cli.ask import make_context, out_of_memory, warn_fallback_unavailable
 from kbqa.cli.settings import context_options, option_args
 from kbqa.errors import KBQAError, ModelError
+
+if TYPE_CHECKING:
+    from kbqa.context import Context
+    from kbqa.evals.run_dir import EvalRun
 
 
 class _DefaultRunGroup(TyperGroup):
@@ -35,15 +40,13 @@ eval_app = typer.Typer(
 app.add_typer(eval_app, name="eval")
 
 
-def _default_run_dir(
-    questions: Path, model: str, ablate: bool, models: str | None, index_dir: Path
-) -> Path:
+def _default_run_dir(questions: Path, ctx: Context, ablate: bool, models: str | None) -> Path:
     from kbqa.evals.ablation import model_tag
     from kbqa.evals.run_dir import index_identity
 
     data_tag = f"{questions.resolve().parent.name}-{questions.stem}"
-    what = "ablate" if ablate else "models" if models is not None else model_tag(model)
-    strategy = (index_identity(index_dir) or {}).get("strategy")
+    what = "ablate" if ablate else "models" if models is not None else model_tag(ctx.model)
+    strategy = (index_identity(Path(ctx.index_dir)) or {}).get("strategy")
     suffix = f"-{strategy}" if strategy and strategy != "coverage" else ""
     return Path("runs") / f"eval-{data_tag}-{what}{suffix}"
 
@@ -98,101 +101,25 @@ def eval_run(
 ) -> None:
     """Score the graph on a question file: EM, F1, containment, abstention, recall@k,
     answer-in-context, trajectory, stage attribution; resumable; report with plots."""
-    # Length: most of it is the command's own options; the work is in kbqa.evals.
-    from kbqa.evals.datasets import load_questions, select
     from kbqa.evals.report import write_report
-    from kbqa.evals.run_dir import run_config
-    from kbqa.evals.runner import evaluate_questions
-    from kbqa.index import source_sha256
     from kbqa.tracing import flush_traces
 
-    for name, value in (("limit", limit), ("sample", sample)):
-        if value is not None and value <= 0:
-            fail(f"--{name} must be > 0, got {value}")
-    if max_concurrency < 1:
-        fail(f"--max-concurrency must be >= 1, got {max_concurrency}")
-    if ablate and models is not None:
-        fail("use --ablate or --models, not both")
-    try:
-        others = sorted({int(s) for s in disjoint_from.split(",") if s.strip()})
-    except ValueError:
-        fail(f"--disjoint-from takes comma-separated seeds (whole numbers), got {disjoint_from!r}")
-    # random.Random(-s) draws what random.Random(s) draws: a negative seed would be another's
-    for name, values in (("--seed", [seed]), ("--disjoint-from", others)):
-        if any(v < 0 for v in values):
-            fail(f"{name} takes seeds >= 0 (a negative seed draws the sample of its absolute "
-                 f"value), got {', '.join(map(str, values))}")  # fmt: skip
-    if out is not None and not out.strip():
-        fail("--out is empty: give a run directory, or leave --out out for the default")
+    selection = _Selection.from_options(questions, limit, sample, seed, disjoint_from)
+    _check_run_options(max_concurrency, ablate, models, out)
     ctx = make_context(settings)
     warn_fallback_unavailable(ctx)
-    if out is None:
-        run_dir = _default_run_dir(questions, ctx.model, ablate, models, Path(ctx.index_dir))
-    else:
-        run_dir = Path(out)
+    run_dir = Path(out) if out is not None else _default_run_dir(questions, ctx, ablate, models)
     if models is None:
-        from kbqa.resources import check_models
-
-        try:  # a misspelt model or a bad adapter stops the run before any question
-            check_models(ctx)
-        except ModelError as exc:
-            fail(str(exc))
+        _check_models(ctx)
     qs: list[Any] = []
     try:
-        all_qs = load_questions(questions)
-        if sample is not None and sample > len(all_qs) and not others:
-            typer.echo(
-                f"note: --sample {sample} but {questions} has {len(all_qs)} questions; "
-                "evaluating all of them",
-                err=True,
-            )
-        qs = select(all_qs, limit=limit, sample=sample, seed=seed, disjoint_from=others)
-        if others and sample is not None and len(qs) < min(sample, limit or sample):
-            typer.echo(f"note: --disjoint-from leaves {len(qs)} questions; evaluating them all",
-                       err=True)  # fmt: skip
+        qs = selection.load()
         if models is not None:
-            shared = [
-                str(questions),
-                "--seed",
-                str(seed),
-                "--max-concurrency",
-                str(max_concurrency),
-            ]
-            shared += ["--sample", str(sample)] if sample else []
-            shared += ["--disjoint-from", disjoint_from] if others else []
-            shared += ["--limit", str(limit)] if limit else []
-            shared += ["--overwrite"] if overwrite else []
-            shared += [] if report else ["--no-report"]
-            _compare_models(models, settings, shared, run_dir, report=report)
-            return
-        config = run_config(
-            questions,
-            source_sha256(questions),
-            ctx,
-            sample=sample,
-            limit=limit,
-            seed=seed,
-            disjoint_from=others,
-        )
-        from kbqa.evals.ablation import ABLATION_KEYS, llm_cache, run_ablations
-        from kbqa.evals.report import markdown_table
-
-        with llm_cache() if ablate else contextlib.nullcontext():
-            run = evaluate_questions(
-                qs,
-                ctx,
-                run_dir,
-                config=config,
-                overwrite=overwrite,
-                max_concurrency=max_concurrency,
-                dataset_name=dataset_name,
-            )
-            if ablate:
-                rows = run_ablations(
-                    qs, ctx, run_dir, config=config, full_summary=run.summary, overwrite=overwrite
-                )
-                cols = ["name", *ABLATION_KEYS]
-                typer.echo(markdown_table(cols, [[r.get(c) for c in cols] for r in rows]))
+            shared = [*selection.args(), "--max-concurrency", str(max_concurrency)]
+            shared += (["--overwrite"] if overwrite else []) + ([] if report else ["--no-report"])
+            return _compare_models(models, settings, shared, run_dir, report=report)
+        config = selection.run_config(ctx)
+        run = _evaluate(qs, ctx, run_dir, config, overwrite, max_concurrency, dataset_name, ablate)
         if report:
             typer.echo(f"report: {write_report(run_dir, run.records, run.summary)}")
     except (KBQAError, ValueError, OSError) as exc:
@@ -203,11 +130,162 @@ def eval_run(
         _interrupted(exc, Path(run_dir), len(qs))
     finally:
         flush_traces()
-    typer.echo(format_summary(run.summary))
+    _print_run(run, run_dir)
+
+
+def _check_run_options(
+    max_concurrency: int, ablate: bool, models: str | None, out: str | None
+) -> None:
+    """Stop with a message on ``--max-concurrency``, ``--ablate`` with ``--models``, or an empty
+    ``--out``."""
+    if max_concurrency < 1:
+        fail(f"--max-concurrency must be >= 1, got {max_concurrency}")
+    if ablate and models is not None:
+        fail("use --ablate or --models, not both")
+    if out is not None and not out.strip():
+        fail("--out is empty: give a run directory, or leave --out out for the default")
+
+
+def _check_models(ctx: Context) -> None:
+    """Stop with a message on a misspelt model or a bad adapter, before any question."""
+    from kbqa.resources import check_models
+
+    try:
+        check_models(ctx)
+    except ModelError as exc:
+        fail(str(exc))
+
+
+def _print_run(run: EvalRun, run_dir: Path) -> None:
+    """Print a finished run's headline figures; stop (exit 1) when every question failed."""
+    from kbqa.evals.report import summary_text
+
+    typer.echo(summary_text(run.summary))
     typer.echo(f"run directory: {run_dir}")
     if run.records and run.summary.get("errors") == len(run.records):
         first = next(r["error"] for r in run.records if "error" in r)
         fail(f"every question failed; the first error: {first}")
+
+
+@dataclass(frozen=True)
+class _Selection:
+    """The questions ``kbqa eval run`` scores: the file and its ``--limit``, ``--sample``,
+    ``--seed`` and ``--disjoint-from`` (the seeds, sorted and distinct)."""
+
+    questions: Path
+    limit: int | None
+    sample: int | None
+    seed: int
+    disjoint_from: list[int]
+
+    @classmethod
+    def from_options(
+        cls, questions: Path, limit: int | None, sample: int | None, seed: int, disjoint_from: str
+    ) -> _Selection:
+        """The selection the options ask for; stops with a message on one out of range."""
+        for name, value in (("limit", limit), ("sample", sample)):
+            if value is not None and value <= 0:
+                fail(f"--{name} must be > 0, got {value}")
+        try:
+            others = sorted({int(s) for s in disjoint_from.split(",") if s.strip()})
+        except ValueError:
+            given = repr(disjoint_from)
+            fail(f"--disjoint-from takes comma-separated seeds (whole numbers), got {given}")
+        # random.Random(-s) draws what random.Random(s) draws: a negative seed would be another's
+        for name, values in (("--seed", [seed]), ("--disjoint-from", others)):
+            if any(v < 0 for v in values):
+                listed = ", ".join(map(str, values))
+                fail(
+                    f"{name} takes seeds >= 0 (a negative seed draws the sample of its "
+                    f"absolute value), got {listed}"
+                )
+        return cls(questions, limit, sample, seed, others)
+
+    def load(self) -> list[Any]:
+        """The selected questions, with a note when the sample asks for more than there are.
+
+        Raises:
+            KBQAError, ValueError, OSError: from :func:`~kbqa.evals.datasets.load_questions`.
+        """
+        from kbqa.evals.datasets import load_questions, select
+
+        all_qs = load_questions(self.questions)
+        sample, others = self.sample, self.disjoint_from
+        if sample is not None and sample > len(all_qs) and not others:
+            typer.echo(
+                f"note: --sample {sample} but {self.questions} has {len(all_qs)} questions; "
+                "evaluating all of them",
+                err=True,
+            )
+        qs = select(all_qs, limit=self.limit, sample=sample, seed=self.seed, disjoint_from=others)
+        if others and sample is not None and len(qs) < min(sample, self.limit or sample):
+            typer.echo(
+                f"note: --disjoint-from leaves {len(qs)} questions; evaluating them all", err=True
+            )
+        return qs
+
+    def args(self) -> list[str]:
+        """The selection as ``kbqa eval run`` arguments (for each model of ``--models``)."""
+        args = [str(self.questions), "--seed", str(self.seed)]
+        args += ["--sample", str(self.sample)] if self.sample else []
+        args += (
+            ["--disjoint-from", ",".join(map(str, self.disjoint_from))]
+            if self.disjoint_from
+            else []
+        )
+        args += ["--limit", str(self.limit)] if self.limit else []
+        return args
+
+    def run_config(self, ctx: Context) -> dict[str, Any]:
+        """The run's configuration (:func:`~kbqa.evals.run_dir.run_config`): a resumed run
+        must have the same."""
+        from kbqa.evals.run_dir import run_config
+        from kbqa.index import source_sha256
+
+        return run_config(
+            self.questions,
+            source_sha256(self.questions),
+            ctx,
+            sample=self.sample,
+            limit=self.limit,
+            seed=self.seed,
+            disjoint_from=self.disjoint_from,
+        )
+
+
+def _evaluate(
+    qs: list[Any],
+    ctx: Context,
+    run_dir: Path,
+    config: dict[str, Any],
+    overwrite: bool,
+    max_concurrency: int,
+    dataset_name: str | None,
+    ablate: bool,
+) -> EvalRun:
+    """Run the questions (and, with ``ablate``, the ablations, printing their table); return
+    the :class:`~kbqa.evals.runner.EvalRun` of the full graph."""
+    from kbqa.evals.ablation import ABLATION_KEYS, llm_cache, run_ablations
+    from kbqa.evals.report import markdown_table
+    from kbqa.evals.runner import evaluate_questions
+
+    with llm_cache() if ablate else contextlib.nullcontext():
+        run = evaluate_questions(
+            qs,
+            ctx,
+            run_dir,
+            config=config,
+            overwrite=overwrite,
+            max_concurrency=max_concurrency,
+            dataset_name=dataset_name,
+        )
+        if ablate:
+            rows = run_ablations(
+                qs, ctx, run_dir, config=config, full_summary=run.summary, overwrite=overwrite
+            )
+            cols = ["name", *ABLATION_KEYS]
+            typer.echo(markdown_table(cols, [[r.get(c) for c in cols] for r in rows]))
+    return run
 
 
 def _compare_models(
@@ -231,8 +309,8 @@ def _compare_models(
     per_model = {k: v for k, v in settings.items() if k != "model"}
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     rows = run_models(names, [*shared, *option_args(per_model)], run_dir)
-    cols = ["name", "token_f1", "exact_match", "recall@3", "seconds_per_question_median",
-            "peak_rss_mib"]  # fmt: skip
+    cols = ["name", "token_f1", "exact_match", "recall@3", "seconds_per_question_median"]
+    cols += ["peak_rss_mib"]
     typer.echo(markdown_table(cols, [[r.get(c) for c in cols] for r in rows]))
     if report:
         header = {"model": ", ".join(names), "index_dir": str(settings.get("index_dir"))}
@@ -260,29 +338,6 @@ def _interrupted(exc: BaseException, run_dir: Path, n_questions: int) -> NoRetur
     os._exit(exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 130)
 
 
-def format_summary(summary: dict[str, Any]) -> str:
-    """Headline figures as an aligned two-column table."""
-    from kbqa.evals.report import summary_rows
-
-    rows = summary_rows(summary)
-    h = summary.get("harness")
-    if isinstance(h, dict):
-        ratio = h.get("overhead_ratio")
-        rows += [
-            ["graph wall s (sum)", f"{h['graph_seconds']:.1f}"],
-            ["eval wall s", f"{h['wall_seconds']:.1f}"],
-            ["harness overhead", "n/a" if ratio is None else f"{ratio * 100:+.1f}% of graph time"],
-        ]
-    width = max(len(str(r[0])) for r in rows)
-
-    def show(value: object) -> str:
-        if value is None:
-            return "n/a"
-        return f"{value:.4f}" if isinstance(value, float) else str(value)
-
-    return "\n".join(f"{r[0]!s:<{width}}  {show(r[1])}" for r in rows)
-
-
 @eval_app.command("report")
 def eval_report(
     run_dir: Annotated[Path, typer.Argument(help="Run directory written by `kbqa eval`.")],
@@ -304,46 +359,3 @@ def eval_report(
     except (KBQAError, OSError, ValueError) as exc:
         fail(str(exc))
     typer.echo(f"report: {path}")
-
-
-GENERATE_SETTINGS = ("index_dir", "model", "embedder", "n_ctx")
-"""The settings ``eval generate`` uses (it retrieves nothing and answers nothing)."""
-
-
-@eval_app.command("generate")
-@context_options(only=GENERATE_SETTINGS)
-def eval_generate(
-    n: Annotated[int, typer.Option("--n", help="QA pairs to draft.")] = 200,
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Question file to write (.jsonl).")
-    ] = Path("generated.qa.jsonl"),
-    seed: Annotated[int, typer.Option(help="Chunk sampling seed.")] = 0,
-    overwrite: Annotated[bool, typer.Option(help="Replace an existing --out file.")] = False,
-    *,
-    settings: dict[str, Any],
-) -> None:
-    """Draft QA pairs from sampled chunks of an index, flagged needs_review, for a dev set of
-    your own knowledge base. The LLM is asked to reply `Question: ...` / `Answer: ...`; a pair is
-    kept when the answer is a verbatim span of the chunk (at most 8 words), not in the title and
-    not in the question; one per document; at most 3n chunks are tried."""
-    from kbqa.evals.question_generation import generate_questions
-
-    if n <= 0:
-        fail(f"--n must be > 0, got {n}")
-    if out.is_dir():
-        fail(f"cannot write questions to {out}: it is a directory")
-    if out.exists() and not overwrite:
-        fail(f"{out} exists; pass --overwrite to replace it")
-    if out.parent.exists() and not out.parent.is_dir():
-        fail(f"cannot write questions to {out}: {out.parent} is a file")
-    ctx = make_context(settings)
-    try:
-        stats = generate_questions(ctx, n, out, seed=seed)
-    except (KBQAError, ValueError, OSError) as exc:
-        fail(str(exc))
-    typer.echo(f"kept {stats['kept']} of {stats['tried']} drafted pairs in {stats['seconds']} s")
-    for reason, count in sorted(stats["rejected"].items(), key=lambda kv: -kv[1]):
-        typer.echo(f"  rejected ({reason}): {count}")
-    if not stats["kept"]:
-        fail(f"no drafted pair passed the checks; nothing written to {out}")
-    typer.echo(f"questions written to {out} (needs_review: true; check them before use)")

@@ -77,10 +77,15 @@ def reranker(ctx: typer.Context) -> None:
     for name in ("fused", "reranked"):
         if name in val:
             m = val[name]
-            typer.echo(f"{name:<14} recall@1 {m['recall@1']:.3f}, recall@3 "
-                       f"{m['recall@3']:.3f}, MRR@10 {m['mrr@10']:.3f} (n={m['n']})")  # fmt: skip
-    cost = (f" ({val['ms_per_question']} ms a question for a pool of {val['pool']})"
-            if val.get("ms_per_question") is not None else "")  # fmt: skip
+            typer.echo(
+                f"{name:<14} recall@1 {m['recall@1']:.3f}, recall@3 "
+                f"{m['recall@3']:.3f}, MRR@10 {m['mrr@10']:.3f} (n={m['n']})"
+            )
+    cost = (
+        f" ({val['ms_per_question']} ms a question for a pool of {val['pool']})"
+        if val.get("ms_per_question") is not None
+        else ""
+    )
     typer.echo(f"serve it with  kbqa ask ... --reranker {out}/adapter{cost}")
 
 
@@ -100,8 +105,16 @@ def _run(role: str, args: list[str]) -> tuple[dict[str, Any], str]:
     for action in parser._actions:  # argparse has no public way to hide an inherited option
         if action.dest in unused:
             action.help = argparse.SUPPRESS
-    given = sorted({flag for word in args for action in parser._actions if action.dest in unused
-                    for flag in action.option_strings if word.split("=")[0] == flag})  # fmt: skip
+    given = sorted(
+        {
+            flag
+            for word in args
+            for action in parser._actions
+            if action.dest in unused
+            for flag in action.option_strings
+            if word.split("=")[0] == flag
+        }
+    )
     if given:
         _fail(f"{', '.join(given)}: a reader's setting, which kbqa finetune {role} does not use")
     try:

@@ -9,11 +9,17 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 import typer
 
 from kbqa.cli.app import app, fail
+from kbqa.cli.index_report import (
+    print_blocks,
+    print_embedding,
+    print_strategies,
+    print_times,
+)
 from kbqa.cli.store import check_store, write_to_store
 from kbqa.errors import KBQAError
 
@@ -22,96 +28,100 @@ if TYPE_CHECKING:
     from kbqa.corpus.document import Document
     from kbqa.corpus.strategies import Strategy
 
-TOP_BLOCKS = 10
-"""Recurring blocks `kbqa index` prints; all of them go to the index directory."""
+KnowledgeBase = Annotated[
+    Path | None,
+    typer.Argument(
+        help="Knowledge base: a .jsonl file, a MediaWiki .xml/.xml.bz2 dump, a folder of "
+        ".txt/.md/.html files (and .pdf/.docx with kbqa\\[docs]), or one such file. Not with "
+        "--continue.",
+        show_default=False,
+    ),
+]
+Embedder = Annotated[
+    str,
+    typer.Option(
+        help="Dense part. none: BM25 over words and character 4-grams alone (under a "
+        "minute for 25,000 chunks; recalls as well as BM25 + e5 on BanglaRQA and XQuAD). "
+        "e5: multilingual-e5-small on every chunk (about 3 chunks/s on 2 cores: hours for a "
+        "large knowledge base; use --dense later). static: a word table distilled from e5 "
+        "(minutes; measured no better than none). hf:PATH_OR_NAME: a sentence-transformers "
+        "model from a folder or the Hugging Face cache (hf:minilm: all-MiniLM-L6-v2, "
+        "English; the hf extra). bge-m3[:FOLDER]: the seed's BGE-M3 through FlagEmbedding "
+        "(the bge extra; from the Hugging Face cache, never downloaded)."
+    ),
+]
+Dense = Annotated[
+    str,
+    typer.Option(
+        help="With a dense --embedder (e5, static, hf:...). now: embed before the index is "
+        "written. later: write the BM25 index at once (ask works, BM25 alone) and add the dense "
+        "part with --continue."
+    ),
+]
+Continue = Annotated[
+    bool,
+    typer.Option(
+        "--continue",
+        help="Add the dense part to the --out index built with --dense later (resumable).",
+    ),
+]
+StrategyName = Annotated[
+    str,
+    typer.Option(
+        help="coverage (light cleaning, 800-char chunks), precision (every recurring "
+        "block removed, 1000-char chunks) or both (one directory holding the two, each "
+        "distinct chunk text embedded once; coverage is the one opened by default)."
+    ),
+]
+SkipBadLines = Annotated[
+    bool,
+    typer.Option(
+        help="Skip malformed JSONL lines, and folder files that are unreadable or not text."
+    ),
+]
+AllowHardLinks = Annotated[
+    bool,
+    typer.Option(
+        help="Read a folder's files that have other names on the disk too (hard links; "
+        "they may be files from outside the folder)."
+    ),
+]
+Reuse = Annotated[
+    bool,
+    typer.Option(help="Reuse the vectors of chunk texts the index being replaced already holds."),
+]
+Store = Annotated[
+    str | None,
+    typer.Option(
+        help="Also write the index into Milvus (replacing what that name held): "
+        "milvus://PATH.db (Milvus Lite) or milvus://http://HOST:PORT, optionally "
+        "#COLLECTION; then `kbqa ask --index` the same URI. Without a knowledge base: "
+        "write the --out index already built. Needs kbqa\\[milvus].",  # \\[: rich markup
+        show_default=False,
+    ),
+]
 
 
 @app.command()
 def index(
-    kb: Annotated[
-        Path | None,
-        typer.Argument(
-            help="Knowledge base: a .jsonl file, a MediaWiki .xml/.xml.bz2 dump, a folder of "
-            ".txt/.md/.html files (and .pdf/.docx with kbqa\\[docs]), or one such file. Not with "
-            "--continue.",
-            show_default=False,
-        ),
-    ] = None,
+    kb: KnowledgeBase = None,
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Index directory to create or replace.")
     ] = Path("index"),
-    embedder: Annotated[
-        str,
-        typer.Option(
-            help="Dense part. none: BM25 over words and character 4-grams alone (under a "
-            "minute for 25,000 chunks; recalls as well as BM25 + e5 on BanglaRQA and XQuAD). "
-            "e5: multilingual-e5-small on every chunk (about 3 chunks/s on 2 cores: hours for a "
-            "large knowledge base; use --dense later). static: a word table distilled from e5 "
-            "(minutes; measured no better than none). hf:PATH_OR_NAME: a sentence-transformers "
-            "model from a folder or the Hugging Face cache (hf:minilm: all-MiniLM-L6-v2, "
-            "English; the hf extra). bge-m3[:FOLDER]: the seed's BGE-M3 through FlagEmbedding "
-            "(the bge extra; from the Hugging Face cache, never downloaded)."
-        ),
-    ] = "none",
-    dense: Annotated[
-        str,
-        typer.Option(
-            help="With a dense --embedder (e5, static, hf:...). now: embed before the index is "
-            "written. later: "
-            "write the BM25 index at once (ask works, BM25 alone) and add the dense part with "
-            "--continue."
-        ),
-    ] = "now",
-    continue_: Annotated[
-        bool,
-        typer.Option(
-            "--continue",
-            help="Add the dense part to the --out index built with --dense later (resumable).",
-        ),
-    ] = False,
-    strategy: Annotated[
-        str,
-        typer.Option(
-            help="coverage (light cleaning, 800-char chunks), precision (every recurring "
-            "block removed, 1000-char chunks) or both (one directory holding the two, each "
-            "distinct chunk text embedded once; coverage is the one opened by default)."
-        ),
-    ] = "coverage",
+    embedder: Embedder = "none",
+    dense: Dense = "now",
+    continue_: Continue = False,
+    strategy: StrategyName = "coverage",
     chunk_size: Annotated[
         int | None, typer.Option(help="Chunk length in characters (default: the strategy's).")
     ] = None,
     chunk_overlap: Annotated[
         int | None, typer.Option(help="Chunk overlap in characters (default: the strategy's).")
     ] = None,
-    skip_bad_lines: Annotated[
-        bool,
-        typer.Option(
-            help="Skip malformed JSONL lines, and folder files that are unreadable or not text."
-        ),
-    ] = False,
-    allow_hard_links: Annotated[
-        bool,
-        typer.Option(
-            help="Read a folder's files that have other names on the disk too (hard links; "
-            "they may be files from outside the folder)."
-        ),
-    ] = False,
-    reuse: Annotated[
-        bool,
-        typer.Option(
-            help="Reuse the vectors of chunk texts the index being replaced already holds."
-        ),
-    ] = True,
-    store: Annotated[
-        str | None,
-        typer.Option(
-            help="Also write the index into Milvus (replacing what that name held): "
-            "milvus://PATH.db (Milvus Lite) or milvus://http://HOST:PORT, optionally "
-            "#COLLECTION; then `kbqa ask --index` the same URI. Without a knowledge base: "
-            "write the --out index already built. Needs kbqa\\[milvus].",  # \\[: rich markup
-            show_default=False,
-        ),
-    ] = None,
+    skip_bad_lines: SkipBadLines = False,
+    allow_hard_links: AllowHardLinks = False,
+    reuse: Reuse = True,
+    store: Store = None,
 ) -> None:
     """Clean and chunk a knowledge base and build its index: BM25 over words and character
     4-grams, and a dense part with --embedder e5 or static.
@@ -121,27 +131,14 @@ def index(
     """
     from kbqa.corpus.strategies import STRATEGIES, get_strategy
 
-    if scheme := re.match(r"[A-Za-z][A-Za-z0-9+.-]*:(?=/)", str(out)):  # not a folder "milvus:"
-        uri = f"{scheme.group(0)}//{str(out)[scheme.end() :]}"  # the "//" a Path folds away
-        fail(
-            f"--out {uri} is a URI: --out is the local index folder; to write the index into "
-            f"Milvus too, add --store (for example --out index/kb --store {uri})"
-        )
+    _check_out(out)
     if continue_:
-        if kb is not None:
-            fail("--continue adds the dense part to the --out index; give no knowledge base")
-        if (embedder, dense, strategy) != ("none", "now", "coverage"):
-            fail(
-                "--continue takes only --out: the embedder and strategies are the index's own "
-                "(from its manifest)"
-            )
-        _continue_index(out)
-        return
+        _check_continue(kb, embedder, dense, strategy)
+        return _continue_index(out)
     if store is not None:
         check_store(store, later=dense == "later")
         if kb is None:
-            write_to_store(out, store)
-            return
+            return write_to_store(out, store)
     if kb is None:
         fail("give a knowledge base to index (or --continue --out DIR)")
     if dense not in ("now", "later"):
@@ -156,34 +153,53 @@ def index(
     sizes = _chunk_sizes(strats, chunk_size, chunk_overlap)
     t0 = time.perf_counter()
     report, boilerplate, skipped, emb = _build(
-        kb, out, embedder, dense, strats, sizes, skip_bad_lines=skip_bad_lines, reuse=reuse,
+        kb,
+        out,
+        embedder,
+        dense,
+        strats,
+        sizes,
+        skip_bad_lines=skip_bad_lines,
+        reuse=reuse,
         allow_hard_links=allow_hard_links,
-    )  # fmt: skip
+    )
     later = dense == "later" and emb.dim > 0
     typer.echo(f"index written to {out}" + ("  (BM25 only so far)" if later else ""))
     typer.echo(f"documents      {report.documents // len(strats)}")
     if skipped:
         typer.echo(f"skipped        {len(skipped)} (first: {skipped[0]})")
-    _print_blocks(boilerplate)
-    _print_strategies(report, sizes, out, several=len(strats) > 1)
+    print_blocks(boilerplate)
+    print_strategies(report, sizes, out, several=len(strats) > 1)
     if later:
         typer.echo(
             f"dense          not built yet: questions use BM25 alone until `kbqa index --continue "
             f"--out {out}` adds the {emb.id} vectors (resumable)"
         )
-    _print_embedding(report)
-    for stage, sec in report.stage_seconds.items():
-        part = "  (part of dense)" if stage == "distil" else ""
-        typer.echo(f"time {stage:<10}{sec:8.1f} s{part}")
-    total = time.perf_counter() - t0
-    other = total - sum(s for k, s in report.stage_seconds.items() if k != "distil")
-    what = "the boilerplate pass over the KB" + (", loading the embedder" if embedder != "none"
-                                                 else "")  # fmt: skip
-    typer.echo(f"time {'other':<10}{max(other, 0.0):8.1f} s  ({what})")
-    typer.echo(f"time {'total':<10}{total:8.1f} s")
-    typer.echo(f"{'peak RSS':<15}{report.peak_rss_mib:8.0f} MiB")
+    print_embedding(report)
+    print_times(report, time.perf_counter() - t0, loaded_embedder=embedder != "none")
     if store is not None:
         write_to_store(out, store)
+
+
+def _check_out(out: Path) -> None:
+    """Stop when ``--out`` is a URI (``milvus://...``): it names the local index folder."""
+    if scheme := re.match(r"[A-Za-z][A-Za-z0-9+.-]*:(?=/)", str(out)):  # not a folder "milvus:"
+        uri = f"{scheme.group(0)}//{str(out)[scheme.end() :]}"  # the "//" a Path folds away
+        fail(
+            f"--out {uri} is a URI: --out is the local index folder; to write the index into "
+            f"Milvus too, add --store (for example --out index/kb --store {uri})"
+        )
+
+
+def _check_continue(kb: Path | None, embedder: str, dense: str, strategy: str) -> None:
+    """Stop when ``--continue`` comes with a knowledge base or options of its own."""
+    if kb is not None:
+        fail("--continue adds the dense part to the --out index; give no knowledge base")
+    if (embedder, dense, strategy) != ("none", "now", "coverage"):
+        fail(
+            "--continue takes only --out: the embedder and strategies are the index's own "
+            "(from its manifest)"
+        )
 
 
 def _chunk_sizes(
@@ -240,10 +256,12 @@ def _build(
         nonlocal passes
         passes += 1
         if passes > 1:
-            return load_documents(kb, skip_bad_lines=skip_bad_lines, warn=False,
-                                  allow_hard_links=allow_hard_links)  # fmt: skip
-        return load_documents(kb, skip_bad_lines=skip_bad_lines, skipped=skipped,
-                              allow_hard_links=allow_hard_links)  # fmt: skip
+            return load_documents(
+                kb, skip_bad_lines=skip_bad_lines, warn=False, allow_hard_links=allow_hard_links
+            )
+        return load_documents(
+            kb, skip_bad_lines=skip_bad_lines, skipped=skipped, allow_hard_links=allow_hard_links
+        )
 
     try:
         emb = load_embedder(embedder)
@@ -265,8 +283,10 @@ def _build(
             for s in strats
         }
         with logging_redirect_tqdm():
-            report = build_indexes(parts, out, emb, source=kb, reuse=reuse,
-                                   multi=len(strats) > 1, dense=dense)  # type: ignore[arg-type]  # fmt: skip
+            when: Literal["now", "later"] = "later" if dense == "later" else "now"
+            report = build_indexes(
+                parts, out, emb, source=kb, reuse=reuse, multi=len(strats) > 1, dense=when
+            )
     except BuildInterrupted as exc:
         _interrupted(exc)
     except KeyboardInterrupt:
@@ -279,53 +299,6 @@ def _build(
     except KBQAError as exc:
         fail(str(exc))
     return report, boilerplate, skipped, emb
-
-
-def _print_blocks(boilerplate: BoilerplateModel) -> None:
-    from kbqa.index import RECURRING_BLOCKS
-
-    rows = boilerplate.report(TOP_BLOCKS)
-    n_blocks = sum(len(b) for b in boilerplate.blocks.values())
-    typer.echo(f"recurring      {n_blocks} blocks learned" + (", most widespread:" if rows else ""))
-    for site, block, n, total in rows:
-        typer.echo(f"  {n}/{total} pages{' of ' + site if site else ''}: {block[:80]!r}")
-    if n_blocks > len(rows):
-        typer.echo(f"  ... all {n_blocks} in {RECURRING_BLOCKS} in the index directory")
-
-
-def _print_strategies(
-    report: Any, sizes: dict[str, tuple[int, int]], out: Path, *, several: bool
-) -> None:
-    for name, counts in report.per_strategy.items():
-        size, overlap = sizes[name]
-        where = f" in {out / name}" if several else ""
-        typer.echo(
-            f"strategy       {name} ({size}/{overlap} characters): {counts['chunks']} chunks{where}"
-        )
-        if counts["empty_documents"]:
-            typer.echo(
-                f"  {counts['empty_documents']} documents left no text after {name} cleaning "
-                "(made only of recurring blocks) and are not indexed"
-            )
-
-
-def _print_embedding(report: Any) -> None:
-    if report.table_words:
-        resumed = f" ({report.resumed_words} resumed)" if report.resumed_words else ""
-        typer.echo(f"static table   {report.table_words} words distilled from e5{resumed}")
-    if not report.distinct_texts:
-        return
-    fresh = report.embedded_chunks - report.resumed_chunks
-    typer.echo(
-        f"embedded       {fresh} distinct chunk texts in this run, of {report.distinct_texts} "
-        f"({report.chunks} chunks)"
-    )
-    if report.reused_chunks:
-        typer.echo(f"reused         {report.reused_chunks} vectors from the index replaced")
-    if report.resumed_chunks:
-        typer.echo(
-            f"resumed        {report.resumed_chunks} vectors embedded by an interrupted build"
-        )
 
 
 def _interrupt_on_sigterm() -> None:
@@ -368,6 +341,6 @@ def _continue_index(out: Path) -> None:
         typer.echo(f"{out}: the dense part is already built; nothing to do")
         return
     typer.echo(f"dense part added to {out}: questions now fuse BM25 and dense retrieval")
-    _print_embedding(report)
+    print_embedding(report)
     typer.echo(f"time {'total':<10}{time.perf_counter() - t0:8.1f} s")
     typer.echo(f"{'peak RSS':<15}{report.peak_rss_mib:8.0f} MiB")

@@ -114,9 +114,11 @@ def _parameter(name: str, hint: Any, help_text: str) -> inspect.Parameter:
     # Typer's help reads rich markup, which would drop "[server]" from "kbqa[server]"
     option = typer.Option(*_typer_decls(name, hint), help=escape(help_text), envvar=env)
     return inspect.Parameter(
-        name, inspect.Parameter.KEYWORD_ONLY, default=_default(name),
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=_default(name),
         annotation=Annotated[hint, option],
-    )  # fmt: skip
+    )
 
 
 def context_options(only: Iterable[str] | None = None) -> Callable[[F], F]:
@@ -134,8 +136,11 @@ def context_options(only: Iterable[str] | None = None) -> Callable[[F], F]:
         own = [p for p in signature.parameters.values() if p.name != "settings"]
         extra = [_parameter(n, hints[n], helps[n]) for n in names]
         # Typer hands a parameter annotated typer.Context the command's context (not an option)
-        extra.append(inspect.Parameter(CLICK_CONTEXT, inspect.Parameter.KEYWORD_ONLY,
-                                       annotation=typer.Context))  # fmt: skip
+        extra.append(
+            inspect.Parameter(
+                CLICK_CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context
+            )
+        )
 
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:

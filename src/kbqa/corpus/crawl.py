@@ -13,8 +13,7 @@ Each output line is a document ``kbqa index`` reads directly: ``doc_id`` (the fi
 ``url``, ``final_url``, ``title``, ``text``, ``fetched_at`` (ISO 8601, UTC), ``depth`` and, with
 ``keep_html``, ``html``.
 
-Length: the crawl loop and the resumable state it saves belong together; fetching is in
-:mod:`kbqa.corpus.fetch`.
+Fetching (robots.txt, redirects, limits) is in :mod:`kbqa.corpus.fetch`.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ import logging
 import os
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,9 +222,6 @@ def crawl(
         InputError: ``out`` is a directory, or exists without a crawl state (it would be
             appended to blindly), or its state belongs to another start URL; the start URL
             does not answer at all.
-
-    Length: one loop over batches, with the interruption and clean-up paths that keep a resumable
-    state; the page logic is in :class:`CrawlState` and :func:`_page_record`.
     """
     from tqdm import tqdm
 
@@ -235,8 +232,9 @@ def crawl(
     report = CrawlReport()
     state = CrawlState.open(out_path, crawler.start, report)
     t0 = time.perf_counter()
-    bar = tqdm(total=cfg.max_pages, initial=state.pages, desc="crawl", unit="page",
-               disable=not progress)  # fmt: skip
+    bar = tqdm(
+        total=cfg.max_pages, initial=state.pages, desc="crawl", unit="page", disable=not progress
+    )
 
     def work(item: tuple[str, int]) -> Fetched | Skip:
         url, depth = item
@@ -253,23 +251,7 @@ def crawl(
             while state.frontier and state.pages < cfg.max_pages:
                 n = min(cfg.concurrency, len(state.frontier))
                 batch = [state.frontier.popleft() for _ in range(n)]
-                for i, (item, result) in enumerate(zip(batch, pool.map(work, batch), strict=True)):
-                    if isinstance(result, Skip):
-                        report.skip(str(result.args[0]), item[0])
-                        continue
-                    if not state.admit_redirect(result[0], result[2], report):
-                        continue
-                    if state.pages >= cfg.max_pages:
-                        # not saved: keep it and the rest of the batch for a later run
-                        state.frontier.extendleft(reversed(batch[i:]))
-                        break
-                    record = _page_record(result, cfg, crawler, state, report)
-                    if record is not None:
-                        _write_record(fh, record)
-                        state.pages += 1
-                        report.pages += 1
-                        report.bytes += len(result[3])
-                        bar.update(1)
+                _save_batch(batch, pool.map(work, batch), fh, crawler, state, report, bar.update)
                 state.save(state_path)
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM: keep what was saved, requeue
         state.frontier.extendleft(reversed(batch))
@@ -295,6 +277,38 @@ def crawl(
             f"(e.g. {report.examples[reason]})"
         )
     return report
+
+
+def _save_batch(
+    batch: list[tuple[str, int]],
+    results: Iterable[Fetched | Skip],
+    fh: TextIO,
+    crawler: Crawler,
+    state: CrawlState,
+    report: CrawlReport,
+    saved: Callable[[int], Any],
+) -> None:
+    """Write the pages of a fetched batch (``results`` in ``batch``'s order) until
+    ``max_pages``; the rest of the batch goes back to the front of the frontier. ``saved(1)``
+    is called per page written (the progress bar)."""
+    cfg = crawler.config
+    for i, (item, result) in enumerate(zip(batch, results, strict=True)):
+        if isinstance(result, Skip):
+            report.skip(str(result.args[0]), item[0])
+            continue
+        if not state.admit_redirect(result[0], result[2], report):
+            continue
+        if state.pages >= cfg.max_pages:
+            # not saved: keep it and the rest of the batch for a later run
+            state.frontier.extendleft(reversed(batch[i:]))
+            break
+        record = _page_record(result, cfg, crawler, state, report)
+        if record is not None:
+            _write_record(fh, record)
+            state.pages += 1
+            report.pages += 1
+            report.bytes += len(result[3])
+            saved(1)
 
 
 def _write_record(fh: TextIO, record: dict[str, Any]) -> None:

@@ -33,8 +33,20 @@ per read)."""
 ROBOTS_MAX_BYTES = 500 * 1024
 """robots.txt beyond this is not read (RFC 9309, 2.5: a parsing limit of at least 500 KiB)."""
 
-BINARY_MAGIC = (b"\x7fELF", b"%PDF", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"PK\x03\x04",
-                b"\x1f\x8b", b"MZ", b"\x00\x00\x01\x00", b"OggS", b"RIFF", b"ID3")  # fmt: skip
+BINARY_MAGIC = (
+    b"\x7fELF",
+    b"%PDF",
+    b"\x89PNG",
+    b"GIF8",
+    b"\xff\xd8\xff",
+    b"PK\x03\x04",
+    b"\x1f\x8b",
+    b"MZ",
+    b"\x00\x00\x01\x00",
+    b"OggS",
+    b"RIFF",
+    b"ID3",
+)
 """Starts of common binary formats (executables, PDF, images, archives, audio)."""
 
 
@@ -150,8 +162,13 @@ ROBOTS_MAX_REDIRECTS = 5
 def _disallow_all(origin: str, why: str) -> RobotFileParser:
     """Rules that disallow everything, for a robots.txt that could not be reached (RFC 9309,
     2.3.1.4: a 5xx or a network error means complete disallow)."""
-    log.warning("robots.txt of %s unreachable (%s): nothing on %s is crawled (RFC 9309, "
-                "2.3.1.4); --ignore-robots crawls it anyway", origin, why, origin)  # fmt: skip
+    log.warning(
+        "robots.txt of %s unreachable (%s): nothing on %s is crawled (RFC 9309, "
+        "2.3.1.4); --ignore-robots crawls it anyway",
+        origin,
+        why,
+        origin,
+    )
     parser = RobotFileParser()
     parser.parse(["User-agent: *", "Disallow: /"])
     return parser
@@ -226,11 +243,18 @@ class Crawler:
                 if 500 <= status < 600:
                     self._robots_unreachable[origin] = f"robots.txt unreachable (HTTP {status})"
                     return _disallow_all(origin, f"HTTP {status}")
-                log.info("robots.txt of %s: HTTP %d, no rules: crawling it all (RFC 9309, "
-                         "2.3.1.3)", origin, status)  # fmt: skip
+                log.info(
+                    "robots.txt of %s: HTTP %d, no rules: crawling it all (RFC 9309, 2.3.1.3)",
+                    origin,
+                    status,
+                )
                 return None
-            log.info("robots.txt of %s: more than %d redirects, no rules: crawling it all "
-                     "(RFC 9309, 2.3.1.2)", origin, ROBOTS_MAX_REDIRECTS)  # fmt: skip
+            log.info(
+                "robots.txt of %s: more than %d redirects, no rules: crawling it all "
+                "(RFC 9309, 2.3.1.2)",
+                origin,
+                ROBOTS_MAX_REDIRECTS,
+            )
             return None
         except (httpx.HTTPError, Skip) as exc:
             why = (

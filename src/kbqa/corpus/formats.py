@@ -42,10 +42,13 @@ def markdown_to_text(source: str) -> tuple[str, str]:
             in_heading = False
         elif tok.type == "inline":
             text = "".join(
-                child.content if child.type in ("text", "code_inline") else
-                "\n" if child.type in ("softbreak", "hardbreak") else ""
+                child.content
+                if child.type in ("text", "code_inline")
+                else "\n"
+                if child.type in ("softbreak", "hardbreak")
+                else ""
                 for child in tok.children or []
-            )  # fmt: skip
+            )
             if in_heading and not title:
                 title = text.strip()
             lines.append(text)

@@ -24,10 +24,16 @@ log = logging.getLogger("kbqa.corpus")
 DUMP_SUFFIXES = (".xml", ".xml.bz2")
 SKIPPED_LINK_NAMESPACES = frozenset(
     {
-        "file", "image", "media", "category",  # English
-        "চিত্র", "ফাইল", "বিষয়শ্রেণী", "মিডিয়া",  # Bangla
+        "file",
+        "image",
+        "media",
+        "category",  # English
+        "চিত্র",
+        "ফাইল",
+        "বিষয়শ্রেণী",
+        "মিডিয়া",  # Bangla
     }
-)  # fmt: skip
+)
 """Wikilinks whose target is in one of these namespaces carry no article text (images,
 category tags) and are removed; other links keep their visible text."""
 SKIPPED_TAGS = frozenset({"ref", "references", "gallery", "math", "timeline", "score"})

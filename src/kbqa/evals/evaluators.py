@@ -176,8 +176,11 @@ def expected_route(
         )
     tail = ["retry", "generate", "check_abstention"] * max_retries
     tail += ["cross_check"] if cross_check else []
-    stages = [name for name, on in (("verify", verify), ("fallback", fallback),
-                                    ("web_search", web_search)) if on]  # fmt: skip
+    stages = [
+        name
+        for name, on in (("verify", verify), ("fallback", fallback), ("web_search", web_search))
+        if on
+    ]
     return head + tail + stages + ["finalize"]
 
 

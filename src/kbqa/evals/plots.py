@@ -14,9 +14,18 @@ from kbqa.evals.summary import node_seconds
 
 PLOTS_DIR = "plots"
 NODE_ORDER = (
-    "classify", "retrieve", "generate", "check_abstention", "retry", "cross_check", "verify",
-    "fallback", "web_search", "extract", "finalize",
-)  # fmt: skip
+    "classify",
+    "retrieve",
+    "generate",
+    "check_abstention",
+    "retry",
+    "cross_check",
+    "verify",
+    "fallback",
+    "web_search",
+    "extract",
+    "finalize",
+)
 """Nodes in pipeline order, as the latency plot lists them."""
 Save = Callable[[Any, str, str], None]
 
@@ -93,8 +102,9 @@ def _f1_by_type(plt: Any, summary: dict[str, Any], save: Save) -> None:
     names = list(by_type)
     ax.bar(names, [by_type[n]["token_f1"] or 0 for n in names], color="#4C72B0")
     for i, n in enumerate(names):
-        ax.text(i, (by_type[n]["token_f1"] or 0) + 0.01, f"n={by_type[n]['n']}", ha="center",
-                fontsize=8)  # fmt: skip
+        ax.text(
+            i, (by_type[n]["token_f1"] or 0) + 0.01, f"n={by_type[n]['n']}", ha="center", fontsize=8
+        )
     ax.set_ylabel("token F1")
     ax.set_ylim(0, 1)
     ax.set_title("Token F1 by question type (classifier)")
@@ -142,8 +152,11 @@ def _calibration(plt: Any, records: list[dict[str, Any]], save: Save) -> None:
     if not any(n for n, _ in cal.values()):
         return
     fig, ax = plt.subplots(figsize=(7, 3.6))
-    ax.bar(list(cal), [rate or 0 for _, rate in cal.values()],
-           color=["#55A868", "#C44E52", "#CCB974", "#8172B2"])  # fmt: skip
+    ax.bar(
+        list(cal),
+        [rate or 0 for _, rate in cal.values()],
+        color=["#55A868", "#C44E52", "#CCB974", "#8172B2"],
+    )
     for i, (n, rate) in enumerate(cal.values()):
         ax.text(i, (rate or 0) + 0.01, f"n={n}" if n else "no questions", ha="center", fontsize=8)
     ax.set_ylim(0, 1.05)
@@ -163,8 +176,13 @@ def _bars(plt: Any, extra: dict[str, Any], save: Save) -> None:
         fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.4))
         names = [r["name"].split(" (")[0] if len(r["name"]) > 28 else r["name"] for r in rows]
         ax.barh(names, [r.get("token_f1") or 0 for r in rows], color="#4C72B0", label="token F1")
-        ax.barh(names, [r.get("recall@3") or 0 for r in rows], color="none",
-                edgecolor="#DD8452", label="recall@3")  # fmt: skip
+        ax.barh(
+            names,
+            [r.get("recall@3") or 0 for r in rows],
+            color="none",
+            edgecolor="#DD8452",
+            label="recall@3",
+        )
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, fontsize=8)

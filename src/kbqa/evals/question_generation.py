@@ -21,6 +21,7 @@ import regex
 from kbqa.answers.language import detect_language
 from kbqa.answers.normalize import normalize_answer
 from kbqa.context import Context
+from kbqa.corpus.chunking import Chunk
 from kbqa.prompts import PLAIN_STYLES
 from kbqa.prompts.question_generation import QG_STOP, render_question_prompt
 from kbqa.resources import chat_model_for, retriever_for
@@ -81,8 +82,6 @@ def generate_questions(
 
     Raises:
         ValueError: ``n`` <= 0.
-
-    Length: one loop that drafts, checks and counts each rejection reason in place.
     """
     from tqdm import tqdm
 
@@ -106,35 +105,12 @@ def generate_questions(
         c = candidates[i]
         if c.doc_id in used_docs:  # one question per document keeps the set diverse
             continue
-        msgs = render_question_prompt(
-            c.title, c.text, style=style, language=detect_language(c.text)
-        )
-        reply = str(
-            model.invoke(
-                msgs, stop=QG_STOP if style in PLAIN_STYLES else None, max_tokens=96
-            ).content
-        )
-        pair = parse_pair(reply)
-        reason = (
-            "unparsable reply" if pair is None else check_pair(pair[0], pair[1], c.text, c.title)
-        )
+        pair, reason = _draft(model, style, c)
         if reason or pair is None:
             rejected[reason or "unparsable reply"] += 1
             continue
         used_docs.add(c.doc_id)
-        kept.append(
-            {
-                "qid": f"gen-{c.chunk_id}",
-                "question": pair[0],
-                "answers": [pair[1]],
-                "doc_id": c.doc_id,
-                "answerable": True,
-                "qtype": None,
-                "needs_review": True,
-                "chunk_id": c.chunk_id,
-                "source": f"kbqa eval generate ({ctx.model})",
-            }
-        )
+        kept.append(_question_record(c, pair, ctx.model))
         bar.update(1)
     bar.close()
     tried = len(kept) + sum(rejected.values())
@@ -154,3 +130,32 @@ def generate_questions(
     )
     tmp.replace(p)
     return stats
+
+
+def _draft(model: Any, style: str, chunk: Chunk) -> tuple[tuple[str, str] | None, str | None]:
+    """Ask ``model`` for a QA pair on ``chunk``: ``(pair, None)`` when the pair passes
+    :func:`check_pair`, else ``(pair or None, reason)``."""
+    msgs = render_question_prompt(
+        chunk.title, chunk.text, style=style, language=detect_language(chunk.text)
+    )
+    stop = QG_STOP if style in PLAIN_STYLES else None
+    reply = str(model.invoke(msgs, stop=stop, max_tokens=96).content)
+    pair = parse_pair(reply)
+    if pair is None:
+        return None, "unparsable reply"
+    return pair, check_pair(pair[0], pair[1], chunk.text, chunk.title)
+
+
+def _question_record(chunk: Chunk, pair: tuple[str, str], model: str) -> dict[str, Any]:
+    """A drafted pair as a question-file row (shared/data's format), ``needs_review``."""
+    return {
+        "qid": f"gen-{chunk.chunk_id}",
+        "question": pair[0],
+        "answers": [pair[1]],
+        "doc_id": chunk.doc_id,
+        "answerable": True,
+        "qtype": None,
+        "needs_review": True,
+        "chunk_id": chunk.chunk_id,
+        "source": f"kbqa eval generate ({model})",
+    }

@@ -60,6 +60,28 @@ WORST_ANSWERS = 15
 """Rows of the report's worst-answers table (and at most as many answered unanswerable ones)."""
 
 
+def summary_text(summary: dict[str, Any]) -> str:
+    """Headline figures (:func:`summary_rows`, plus the harness's timing when the summary has
+    it) as an aligned two-column table, a line per figure."""
+    rows = summary_rows(summary)
+    h = summary.get("harness")
+    if isinstance(h, dict):
+        ratio = h.get("overhead_ratio")
+        rows += [
+            ["graph wall s (sum)", f"{h['graph_seconds']:.1f}"],
+            ["eval wall s", f"{h['wall_seconds']:.1f}"],
+            ["harness overhead", "n/a" if ratio is None else f"{ratio * 100:+.1f}% of graph time"],
+        ]
+    width = max(len(str(r[0])) for r in rows)
+
+    def show(value: object) -> str:
+        if value is None:
+            return "n/a"
+        return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    return "\n".join(f"{r[0]!s:<{width}}  {show(r[1])}" for r in rows)
+
+
 def _cell(text: Any, limit: int = 120) -> str:
     """Text cut to ``limit`` characters, on one line (:func:`markdown_table` escapes ``|``)."""
     one = " ".join(str(text).split())
@@ -87,15 +109,17 @@ def worst_answers(records: list[dict[str, Any]], n: int = WORST_ANSWERS) -> list
     for r in scored[:n]:
         read, gold_doc, gold = r.get("context_doc_ids"), r.get("gold_doc_id"), r.get("gold")
         gold = [gold] if isinstance(gold, str) else gold if isinstance(gold, list) else []
-        rows.append([
-            _cell(r.get("question") or ""),
-            _cell(gold[0] if gold else ""),
-            "(abstained)" if r.get("abstained") else _cell(r.get("answer") or ""),
-            _f1(r),
-            _yes_no(r["scores"].get("answer_in_context")),
-            _yes_no(gold_doc in read) if isinstance(read, list) and gold_doc else "n/a",
-            _cell(r.get("answered_by") or ""),
-        ])  # fmt: skip
+        rows.append(
+            [
+                _cell(r.get("question") or ""),
+                _cell(gold[0] if gold else ""),
+                "(abstained)" if r.get("abstained") else _cell(r.get("answer") or ""),
+                _f1(r),
+                _yes_no(r["scores"].get("answer_in_context")),
+                _yes_no(gold_doc in read) if isinstance(read, list) and gold_doc else "n/a",
+                _cell(r.get("answered_by") or ""),
+            ]
+        )
     return rows
 
 
@@ -226,9 +250,15 @@ def _splits(summary: dict[str, Any]) -> list[str]:
 
 
 COMPARISON_COLUMNS = [
-    "name", "token_f1", "exact_match", "recall@1", "recall@3", "answer_in_context",
-    "abstention_rate_answerable", "abstention_rate_unanswerable",
-]  # fmt: skip
+    "name",
+    "token_f1",
+    "exact_match",
+    "recall@1",
+    "recall@3",
+    "answer_in_context",
+    "abstention_rate_answerable",
+    "abstention_rate_unanswerable",
+]
 
 
 def _comparisons(extra: dict[str, Any]) -> list[str]:
@@ -261,8 +291,15 @@ def _failures(records: list[dict[str, Any]]) -> list[str]:
     parts: list[str] = []
     worst = worst_answers(records)
     if worst:
-        cols = ["question", "gold", "answer", "F1", "gold answer read", "gold document read",
-                "answered by"]  # fmt: skip
+        cols = [
+            "question",
+            "gold",
+            "answer",
+            "F1",
+            "gold answer read",
+            "gold document read",
+            "answered by",
+        ]
         parts += [
             "## Worst answers",
             "",

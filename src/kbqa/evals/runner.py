@@ -116,8 +116,13 @@ def recorded_fields() -> dict[str, Any]:
 
     empty = per_question_reset()
     names = [n for n in get_type_hints(OutputState) if n not in NOT_RECORDED]
-    return {**{n: empty.get(n, [] if n in ("route", "stage_answers", "timings") else None)
-               for n in names}, **RUNNER_FIELDS}  # fmt: skip
+    return {
+        **{
+            n: empty.get(n, [] if n in ("route", "stage_answers", "timings") else None)
+            for n in names
+        },
+        **RUNNER_FIELDS,
+    }
 
 
 def make_record(
@@ -199,16 +204,18 @@ def evaluate_questions(
     if done:
         log.warning(
             "resuming %s: %d of %d questions already done, %d to run",
-            d, len(questions) - len(todo), len(questions), len(todo),
-        )  # fmt: skip
+            d,
+            len(questions) - len(todo),
+            len(questions),
+            len(todo),
+        )
     if todo:
         upload = upload_enabled() if upload is None else upload
         t0 = time.perf_counter()
         ran = 0
         finished = False
         with _one_progress_bar():
-            results = _start(todo, ctx, d, upload, dataset_name, experiment_prefix,
-                             max_concurrency)  # fmt: skip
+            results = _start(todo, ctx, d, upload, dataset_name, experiment_prefix, max_concurrency)
             try:
                 with (d / RECORDS_FILE).open("a", encoding="utf-8") as fh:
                     for row in _progress(results, len(todo), progress):

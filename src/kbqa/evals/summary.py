@@ -147,16 +147,18 @@ def after_each_stage(records: list[Record]) -> list[dict[str, Any]]:
             else:
                 abst_unans.append(float(abstained))
             secs.append(sum(s for stage, s in _stage_of_timings(r) if stage in upto))
-        rows.append({
-            "after": stop,
-            "questions": len(f1_all),
-            "exact_match_answerable": _mean(em_ans),
-            "token_f1_answerable": _mean(f1_ans),
-            "abstention_rate_unanswerable": _mean(abst_unans),
-            "token_f1": _mean(f1_all),
-            "seconds_median": _median(secs),
-            "seconds_p95": p95(secs),
-        })  # fmt: skip
+        rows.append(
+            {
+                "after": stop,
+                "questions": len(f1_all),
+                "exact_match_answerable": _mean(em_ans),
+                "token_f1_answerable": _mean(f1_ans),
+                "abstention_rate_unanswerable": _mean(abst_unans),
+                "token_f1": _mean(f1_all),
+                "seconds_median": _median(secs),
+                "seconds_p95": p95(secs),
+            }
+        )
     return rows
 
 

@@ -135,8 +135,11 @@ def read_cursor(checkpoint: Path) -> Cursor:
     wanted = {f.name for f in fields(Cursor)}
     if not isinstance(data, dict):
         raise InputError(f"{path} is not a training cursor: not a JSON object")
-    if missing := sorted(f.name for f in fields(Cursor) if f.default is MISSING
-                         and f.default_factory is MISSING and f.name not in data):  # fmt: skip
+    if missing := sorted(
+        f.name
+        for f in fields(Cursor)
+        if f.default is MISSING and f.default_factory is MISSING and f.name not in data
+    ):
         raise InputError(f"{path} is not a training cursor: it lacks {', '.join(missing)}")
     cursor = Cursor(**{k: v for k, v in data.items() if k in wanted})
     if cursor.format != CURSOR_FORMAT:
@@ -184,8 +187,9 @@ def check_copy_target(copy_to: Path, out: Path) -> None:
         raise InputError(f"--checkpoint-copy {copy_to} must lie outside --out {out}")
     if target.exists() and not target.is_dir():
         raise InputError(f"--checkpoint-copy {copy_to} is a file, not a folder")
-    if target.is_dir() and (other := sorted(p.name for p in target.iterdir()
-                                            if p.name not in CHECKPOINT_FILES)):  # fmt: skip
+    if target.is_dir() and (
+        other := sorted(p.name for p in target.iterdir() if p.name not in CHECKPOINT_FILES)
+    ):
         raise InputError(
             f"--checkpoint-copy {copy_to} holds other files ({', '.join(other[:3])}): each save "
             "replaces the folder, so give an empty one or one holding only a checkpoint"
@@ -270,3 +274,19 @@ def load_adapter_weights(model: Any, checkpoint: Path) -> None:
     unexpected = list(getattr(result, "unexpected_keys", []) or [])
     if unexpected:
         raise InputError(f"{checkpoint} holds tensors this model lacks: {unexpected[:3]}")
+
+
+def all_checkpoints(out: Path) -> list[Path]:
+    """The ``checkpoint-N`` directories of ``out/checkpoints`` by step (other names ignored)."""
+    found = [
+        p
+        for p in (out / "checkpoints").glob("checkpoint-*")
+        if p.is_dir() and p.name.split("-", 1)[1].isdigit()
+    ]
+    return sorted(found, key=lambda p: int(p.name.split("-", 1)[1]))
+
+
+def last_checkpoint(out: Path) -> Path | None:
+    """The checkpoint with the highest step in ``out/checkpoints``, if any."""
+    found = all_checkpoints(out)
+    return found[-1] if found else None

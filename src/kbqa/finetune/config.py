@@ -19,8 +19,15 @@ from kbqa.embedders import DEFAULT_EMBEDDER
 _DURATION = re.compile(
     r"^\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m(?:in)?)?\s*(?:(\d+(?:\.\d+)?)s)?\s*$"
 )
-SCHEDULERS = ("constant_with_warmup", "constant", "linear", "cosine", "cosine_with_restarts",
-              "polynomial", "inverse_sqrt")  # fmt: skip
+SCHEDULERS = (
+    "constant_with_warmup",
+    "constant",
+    "linear",
+    "cosine",
+    "cosine_with_restarts",
+    "polynomial",
+    "inverse_sqrt",
+)
 """transformers' learning-rate schedulers that need no extra arguments."""
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 """Every attention and MLP projection (the trial's choice: 3.8M parameters at r 16)."""
@@ -56,15 +63,22 @@ class ReaderConfig:
         ValueError: From :meth:`validate`, naming the bad field and value.
     """
 
-    train: str = field(metadata={"help": "Training questions (JSON Lines: qid, question, "
-                                 "answers, doc_id; optional evidence)."})  # fmt: skip
-    kb: str = field(metadata={"help": "The training knowledge base (JSON Lines) the questions "
-                              "were written on."})  # fmt: skip
+    train: str = field(
+        metadata={
+            "help": "Training questions (JSON Lines: qid, question, "
+            "answers, doc_id; optional evidence)."
+        }
+    )
+    kb: str = field(
+        metadata={"help": "The training knowledge base (JSON Lines) the questions were written on."}
+    )
     index: str = field(
         default="",
-        metadata={"help": "An index of --kb built by `kbqa index` (default: built into "
-                  "OUT/index with --embedder)."},
-    )  # fmt: skip
+        metadata={
+            "help": "An index of --kb built by `kbqa index` (default: built into "
+            "OUT/index with --embedder)."
+        },
+    )
     out: str = field(default="runs/finetune-reader", metadata={"help": "Output directory."})
     base_model: str = field(
         default="gemma3-270m", metadata={"help": "Registered model name or a .gguf path."}
@@ -86,23 +100,29 @@ class ReaderConfig:
     learning_rate: float = field(default=2e-4, metadata={"help": "AdamW learning rate."})
     lr_scheduler: str = field(
         default="cosine",
-        metadata={"help": "transformers scheduler over the whole run (every epoch); "
-                  "constant_with_warmup keeps a budget-cut run well trained at any point."},
-    )  # fmt: skip
+        metadata={
+            "help": "transformers scheduler over the whole run (every epoch); "
+            "constant_with_warmup keeps a budget-cut run well trained at any point."
+        },
+    )
     warmup_steps: int = field(default=20, metadata={"help": "Linear warm-up steps."})
     lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (scale alpha / r)."})
     lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout."})
     lora_first_layer: int = field(
         default=0,
-        metadata={"help": "Adapt blocks from this one up (0: all). Backpropagation stops "
-                  "there, so a later first block trains faster."},
-    )  # fmt: skip
+        metadata={
+            "help": "Adapt blocks from this one up (0: all). Backpropagation stops "
+            "there, so a later first block trains faster."
+        },
+    )
     batch_size: int = field(
         default=1,
-        metadata={"help": "Examples per forward pass (length-bucketed). On 2 cores 4 was no "
-                  "faster per example than 1 and needed 8 GB instead of 5."},
-    )  # fmt: skip
+        metadata={
+            "help": "Examples per forward pass (length-bucketed). On 2 cores 4 was no "
+            "faster per example than 1 and needed 8 GB instead of 5."
+        },
+    )
     grad_accum: int = field(default=4, metadata={"help": "Forward passes per optimizer step."})
     bf16: bool = field(
         default=False, metadata={"help": "bfloat16 autocast on the CPU (float32 weights)."}
@@ -112,9 +132,11 @@ class ReaderConfig:
     )
     redacted_share: float = field(
         default=0.5,
-        metadata={"help": "Share of those abstention examples made by cutting the answer "
-                  "sentences out of the question's own context (the rest: other chunks)."},
-    )  # fmt: skip
+        metadata={
+            "help": "Share of those abstention examples made by cutting the answer "
+            "sentences out of the question's own context (the rest: other chunks)."
+        },
+    )
     yes_no_ratio: float = field(
         default=0.15, metadata={"help": "Share of questions that also get a yes/no example."}
     )
@@ -144,33 +166,43 @@ class ReaderConfig:
     )
     resume_from: str = field(
         default="",
-        metadata={"help": "Continue from this checkpoint directory (e.g. training/reader, "
-                  "committed by an earlier session on another machine)."},
-    )  # fmt: skip
+        metadata={
+            "help": "Continue from this checkpoint directory (e.g. training/reader, "
+            "committed by an earlier session on another machine)."
+        },
+    )
     checkpoint_copy: str = field(
         default="",
-        metadata={"help": "Also keep the newest checkpoint in this directory (e.g. "
-                  "training/reader), to commit while a run is unfinished."},
-    )  # fmt: skip
+        metadata={
+            "help": "Also keep the newest checkpoint in this directory (e.g. "
+            "training/reader), to commit while a run is unfinished."
+        },
+    )
     restart_warmup_steps: int = field(
         default=10,
         metadata={"help": "Warm-up steps of a resumed session (its optimizer starts empty)."},
     )
     train_k: int = field(
         default=2,
-        metadata={"help": "Hits in a training prompt, without the previous-chunk padding: the "
-                  "answer's chunk and a distractor (0: as served, k hits with padding)."},
-    )  # fmt: skip
+        metadata={
+            "help": "Hits in a training prompt, without the previous-chunk padding: the "
+            "answer's chunk and a distractor (0: as served, k hits with padding)."
+        },
+    )
     served_share: float = field(
         default=0.2,
-        metadata={"help": "Share of training examples rendered exactly as served (k hits with "
-                  "padding) when --train-k is set; validation examples always are."},
-    )  # fmt: skip
+        metadata={
+            "help": "Share of training examples rendered exactly as served (k hits with "
+            "padding) when --train-k is set; validation examples always are."
+        },
+    )
     paraphrase_share: float = field(
         default=0.3,
-        metadata={"help": "Share of training questions asked in another form by rule (kbqa."
-                  "finetune.paraphrase: কি/কী, honorific verbs, date words, spacing)."},
-    )  # fmt: skip
+        metadata={
+            "help": "Share of training questions asked in another form by rule (kbqa."
+            "finetune.paraphrase: কি/কী, honorific verbs, date words, spacing)."
+        },
+    )
     k: int = field(default=3, metadata={"help": "Hits per prompt, as served (Context.k)."})
     n_ctx: int = field(
         default=4096, metadata={"help": "Context window whose budget prompts fit, as served."}
@@ -188,8 +220,15 @@ class ReaderConfig:
         Raises:
             ValueError: A field out of range; the message names it and its value.
         """
-        positive = ("lora_r", "lora_alpha", "batch_size", "grad_accum", "k", "n_ctx",
-                    "max_answer_tokens")  # fmt: skip
+        positive = (
+            "lora_r",
+            "lora_alpha",
+            "batch_size",
+            "grad_accum",
+            "k",
+            "n_ctx",
+            "max_answer_tokens",
+        )
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
@@ -209,8 +248,16 @@ class ReaderConfig:
             value = getattr(self, name)
             if not math.isfinite(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-        not_negative = ("lora_first_layer", "warmup_steps", "keep_checkpoints", "max_questions",
-                        "val_examples", "threads", "restart_warmup_steps", "train_k")  # fmt: skip
+        not_negative = (
+            "lora_first_layer",
+            "warmup_steps",
+            "keep_checkpoints",
+            "max_questions",
+            "val_examples",
+            "threads",
+            "restart_warmup_steps",
+            "train_k",
+        )
         for name in not_negative:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
@@ -242,9 +289,22 @@ class ReaderConfig:
 
     def data_settings(self) -> dict[str, Any]:
         """The settings that decide the examples (a change rebuilds them)."""
-        keys = ("base_model", "embedder", "negative_ratio", "redacted_share", "yes_no_ratio",
-                "val_fraction", "max_questions", "seed", "k", "n_ctx",
-                "max_answer_tokens", "train_k", "served_share", "paraphrase_share")  # fmt: skip
+        keys = (
+            "base_model",
+            "embedder",
+            "negative_ratio",
+            "redacted_share",
+            "yes_no_ratio",
+            "val_fraction",
+            "max_questions",
+            "seed",
+            "k",
+            "n_ctx",
+            "max_answer_tokens",
+            "train_k",
+            "served_share",
+            "paraphrase_share",
+        )
         return {k: getattr(self, k) for k in keys}
 
     def to_dict(self) -> dict[str, Any]:

@@ -20,13 +20,14 @@ Kinds of example (``ReaderExample.kind``):
   question (``... কি?``, or ``কি`` after its first word) is ``হ্যাঁ``; the same sentence with its
   answer span swapped for another question's answer of the same kind is ``না``.
 
-Questions are split 80/20 by document (``val_fraction``, ``seed``): no validation question is
-trained on. The retrieval index holds the whole training knowledge base, so a validation
-document can appear as a distractor in a training prompt, as any page of a knowledge base can.
+Questions are split 80/20 by document (:func:`~kbqa.finetune.questions.split_by_document`):
+no validation question is trained on. The retrieval index holds the whole training knowledge
+base, so a validation document can appear as a distractor in a training prompt, as any page
+of a knowledge base can.
 
-The example record and its JSON Lines file are in :mod:`kbqa.finetune.examples`; the yes/no
-rules in :mod:`kbqa.finetune.yesno`. Length: most of this module is one class,
-:class:`ExampleBuilder` (span, abstention and yes/no examples over one retriever).
+The training questions and their split are in :mod:`kbqa.finetune.questions`; the example
+record and its JSON Lines file in :mod:`kbqa.finetune.examples`; the yes/no rules in
+:mod:`kbqa.finetune.yesno`.
 """
 
 from __future__ import annotations
@@ -34,18 +35,16 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 
 from kbqa.answers.language import detect_language, question_type
 from kbqa.answers.normalize import answer_in_context
 from kbqa.answers.vocabulary import NO, YES
 from kbqa.context import Context
-from kbqa.corpus.loaders import read_jsonl_objects
-from kbqa.errors import InputError
-from kbqa.evals.datasets import Question, load_questions
-from kbqa.finetune.examples import KINDS, PROMPT_STYLE, ReaderExample
+from kbqa.evals.datasets import Question
+from kbqa.finetune.examples import PROMPT_STYLE, DataStats, ReaderExample
 from kbqa.finetune.paraphrase import paraphrase
+from kbqa.finetune.questions import TrainingQuestion
 from kbqa.finetune.yesno import SENTENCE_END, TRAILING, same_kind, yes_no_question
 from kbqa.passages import chunk_passages, retrieve_records
 from kbqa.prompts import ABSTENTION_PHRASE, CONTEXT_MARKER, Passage
@@ -57,86 +56,11 @@ from kbqa.state import RetrievedRecord
 log = logging.getLogger("kbqa.finetune")
 
 
-@dataclass(frozen=True, slots=True)
-class TrainingQuestion:
-    """A training question with its annotators' supporting sentence."""
-
-    question: Question
-    evidence: str = ""
-
-
-@dataclass(slots=True)
-class DataStats:
-    """Counts of one build, for the training report."""
-
-    questions: int = 0
-    usable: int = 0
-    unusable: int = 0
-    by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
-    gold_inserted: int = 0
-    gold_first: int = 0
-    no_negative_context: int = 0
-    paraphrased: int = 0
-
-    def count(self, example: ReaderExample) -> None:
-        """Add one example."""
-        split = self.by_kind.setdefault(example.split, dict.fromkeys(KINDS, 0))
-        split[example.kind] += 1
-        if example.kind == "span":
-            self.gold_inserted += example.gold_inserted
-            self.gold_first += example.gold_rank == 1
-
-    def negative_ratio(self, split: str = "train") -> float:
-        """Abstention targets over all examples of ``split``."""
-        kinds = self.by_kind.get(split, {})
-        total = sum(kinds.values())
-        return kinds.get("abstain", 0) / total if total else 0.0
-
-
 def shown_context(prompt: str) -> str:
     """The context block of a rendered prompt (titles included, as cut to the budget): what the
     reader actually sees, which every answer check of the builder reads."""
     context = prompt.split(CONTEXT_MARKER, 1)[-1]
     return context.rsplit("\nQuestion:", 1)[0]
-
-
-def load_training_questions(path: Path) -> list[TrainingQuestion]:
-    """Read a training question file (the ``shared/data`` format, plus an optional ``evidence``
-    string per line).
-
-    Raises:
-        InputError: As :func:`kbqa.evals.datasets.load_questions`; also an ``evidence`` that is
-            not a string.
-    """
-    questions = load_questions(path)
-    evidence: dict[str, str] = {}
-    for lineno, obj in read_jsonl_objects(Path(path)):
-        if isinstance(obj, InputError):
-            raise obj
-        ev = obj.get("evidence") or ""
-        if not isinstance(ev, str):
-            raise InputError(f"{path}:{lineno}: evidence must be a string, got {ev!r}")
-        evidence[str(obj.get("qid"))] = ev
-    return [TrainingQuestion(q, evidence.get(q.qid, "")) for q in questions]
-
-
-def split_by_document(
-    questions: Sequence[TrainingQuestion], val_fraction: float, seed: int
-) -> dict[str, str]:
-    """``doc_id -> "train" | "val"``: a seeded shuffle of the sorted document ids, the first
-    ``val_fraction`` of them for validation.
-
-    Raises:
-        ValueError: ``val_fraction`` outside [0, 1).
-    """
-    if not 0 <= val_fraction < 1:
-        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
-    docs = sorted({q.question.doc_id or q.question.qid for q in questions})
-    random.Random(seed).shuffle(docs)
-    n_val = round(len(docs) * val_fraction)
-    if len(docs) >= 2 and val_fraction > 0:  # keep one document on each side
-        n_val = min(max(n_val, 1), len(docs) - 1)
-    return {d: ("val" if i < n_val else "train") for i, d in enumerate(docs)}
 
 
 def clean_target(answer: str) -> str:
@@ -231,9 +155,20 @@ class ExampleBuilder:
             0,
         )
         return ReaderExample(
-            q.qid, "span", split, q.doc_id or "", q.question, prompt, target, list(q.answers),
-            qtype, lang, kept, rank, inserted,
-        )  # fmt: skip
+            q.qid,
+            "span",
+            split,
+            q.doc_id or "",
+            q.question,
+            prompt,
+            target,
+            list(q.answers),
+            qtype,
+            lang,
+            kept,
+            rank,
+            inserted,
+        )
 
     def _insert(self, records: list[RetrievedRecord], gold: int) -> list[RetrievedRecord]:
         """Replace the lowest-ranked hit with the gold chunk at a random rank (1..k)."""
@@ -270,10 +205,7 @@ class ExampleBuilder:
         prompt, kept, qtype, lang = self.render(q.question, chosen)
         if answer_in_context(q.answers, shown_context(prompt)):  # e.g. the answer is a title
             return None
-        return ReaderExample(
-            f"{q.qid}#neg", "abstain", split, q.doc_id or "", q.question, prompt,
-            ABSTENTION_PHRASE, [], qtype, lang, kept,
-        )  # fmt: skip
+        return _abstain(q, "neg", split, prompt, kept, qtype, lang)
 
     def redacted(self, q: Question, split: str) -> ReaderExample | None:
         """A harder ``abstain`` example: the question's own retrieved context with every
@@ -292,10 +224,7 @@ class ExampleBuilder:
         prompt, kept_ids, qtype, lang = self.render(q.question, records, texts)
         if not set(texts) & set(kept_ids) or answer_in_context(q.answers, shown_context(prompt)):
             return None
-        return ReaderExample(
-            f"{q.qid}#cut", "abstain", split, q.doc_id or "", q.question, prompt,
-            ABSTENTION_PHRASE, [], qtype, lang, kept_ids,
-        )  # fmt: skip
+        return _abstain(q, "cut", split, prompt, kept_ids, qtype, lang)
 
     def _text(self, record: RetrievedRecord) -> str:
         return self.chunks[record["chunk_id"]].text
@@ -327,9 +256,18 @@ class ExampleBuilder:
                 return None
         target = (YES if truth else NO)["bn" if lang == "bn" else "en"]
         return ReaderExample(
-            f"{q.qid}#{'yes' if truth else 'no'}", "yes" if truth else "no", split, q.doc_id or "",
-            asked, prompt, target, [target], qtype, lang, kept,
-        )  # fmt: skip
+            f"{q.qid}#{'yes' if truth else 'no'}",
+            "yes" if truth else "no",
+            split,
+            q.doc_id or "",
+            asked,
+            prompt,
+            target,
+            [target],
+            qtype,
+            lang,
+            kept,
+        )
 
 
 def build_examples(
@@ -362,9 +300,13 @@ def build_examples(
     """
     from tqdm import tqdm
 
-    ratios = (("negative_ratio", negative_ratio), ("yes_no_ratio", yes_no_ratio),
-              ("redacted_share", redacted_share), ("served_share", served_share),
-              ("paraphrase_share", paraphrase_share))  # fmt: skip
+    ratios = (
+        ("negative_ratio", negative_ratio),
+        ("yes_no_ratio", yes_no_ratio),
+        ("redacted_share", redacted_share),
+        ("served_share", served_share),
+        ("paraphrase_share", paraphrase_share),
+    )
     for name, ratio in ratios:
         if not 0 <= ratio <= 1:
             raise ValueError(f"{name} must be in [0, 1], got {ratio!r}")
@@ -384,11 +326,7 @@ def build_examples(
         if split == "train":
             if short_builder is not None and form_rng.random() >= served_share:
                 b = short_builder
-            if form_rng.random() < paraphrase_share:
-                asked, rules = paraphrase(q.question, form_rng)
-                if rules:
-                    q = replace(q, question=asked)
-                    stats.paraphrased += 1
+            q = _maybe_paraphrased(q, paraphrase_share, form_rng, stats)
         example = b.positive(q, split)
         if example is None:
             stats.unusable += 1
@@ -411,3 +349,33 @@ def build_examples(
             stats.count(ex)
             out.append(ex)
     return out, stats
+
+
+def _maybe_paraphrased(q: Question, share: float, rng: random.Random, stats: DataStats) -> Question:
+    """``q`` asked in another form (:func:`kbqa.finetune.paraphrase.paraphrase`) for a seeded
+    ``share`` of questions, when a rule applies (counted in ``stats.paraphrased``)."""
+    if rng.random() < share:
+        asked, rules = paraphrase(q.question, rng)
+        if rules:
+            stats.paraphrased += 1
+            return replace(q, question=asked)
+    return q
+
+
+def _abstain(
+    q: Question, tag: str, split: str, prompt: str, kept: list[int], qtype: str, lang: str
+) -> ReaderExample:
+    """An ``abstain`` example of ``q`` (id ``QID#tag``): the target is the abstention phrase."""
+    return ReaderExample(
+        f"{q.qid}#{tag}",
+        "abstain",
+        split,
+        q.doc_id or "",
+        q.question,
+        prompt,
+        ABSTENTION_PHRASE,
+        [],
+        qtype,
+        lang,
+        kept,
+    )

@@ -77,8 +77,10 @@ def score_reader(
     times, preds = [], []
     extra: dict[str, Any] = {}
     if abstention_threshold:
-        extra = {"abstention_threshold": abstention_threshold,
-                 "abstention_phrase": ctx.abstention_phrase}  # fmt: skip
+        extra = {
+            "abstention_threshold": abstention_threshold,
+            "abstention_phrase": ctx.abstention_phrase,
+        }
     for ex in examples:
         started = time.perf_counter()
         reply = model.invoke(

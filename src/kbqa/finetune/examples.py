@@ -1,5 +1,6 @@
-"""The training example of the reader and of the verifier: the record, its kinds, and the JSON
-Lines file that holds them (``OUT/examples.jsonl`` of ``kbqa finetune reader|verifier``)."""
+"""The training example of the reader and of the verifier: the record, its kinds, the JSON
+Lines file that holds them (``OUT/examples.jsonl`` of ``kbqa finetune reader|verifier``), and
+the counts of a build (``OUT/data.json``)."""
 
 from __future__ import annotations
 
@@ -85,3 +86,31 @@ def read_examples(path: Path) -> Iterator[ReaderExample]:
             yield ReaderExample(**obj)
         except TypeError as exc:
             raise InputError(f"{path}:{lineno}: not a reader example: {exc}") from None
+
+
+@dataclass(slots=True)
+class DataStats:
+    """Counts of one build, for the training report."""
+
+    questions: int = 0
+    usable: int = 0
+    unusable: int = 0
+    by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
+    gold_inserted: int = 0
+    gold_first: int = 0
+    no_negative_context: int = 0
+    paraphrased: int = 0
+
+    def count(self, example: ReaderExample) -> None:
+        """Add one example."""
+        split = self.by_kind.setdefault(example.split, dict.fromkeys(KINDS, 0))
+        split[example.kind] += 1
+        if example.kind == "span":
+            self.gold_inserted += example.gold_inserted
+            self.gold_first += example.gold_rank == 1
+
+    def negative_ratio(self, split: str = "train") -> float:
+        """Abstention targets over all examples of ``split``."""
+        kinds = self.by_kind.get(split, {})
+        total = sum(kinds.values())
+        return kinds.get("abstain", 0) / total if total else 0.0

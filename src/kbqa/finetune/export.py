@@ -11,8 +11,6 @@ second, for comparison):
 - a **merged GGUF**: the base with ``W + (alpha / r) B A`` folded into each adapted weight.
 
 Parity between transformers and llama.cpp is checked in :mod:`kbqa.finetune.parity`.
-
-Length: the LoRA GGUF, the merged GGUF and their checks share the tensor-name mapping.
 """
 
 from __future__ import annotations

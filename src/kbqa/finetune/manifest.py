@@ -59,10 +59,13 @@ def adapter_manifest(
     from kbqa.version import __version__
 
     last_loss = next(
-        (h.get("loss", h.get("train_loss")) for h in reversed(result.log_history)
-         if "loss" in h or "train_loss" in h),
+        (
+            h.get("loss", h.get("train_loss"))
+            for h in reversed(result.log_history)
+            if "loss" in h or "train_loss" in h
+        ),
         None,
-    )  # fmt: skip
+    )
     train_sha = file_sha256(Path(cfg.train))
     return {
         "name": name,

@@ -19,17 +19,28 @@ from kbqa.answers.language import question_type
 
 _B, _E = r"(?<![\p{L}\p{M}])", r"(?![\p{L}\p{M}])"
 HONORIFIC_VERBS = {
-    "করেন": "করে", "করেছেন": "করেছে", "করেছিলেন": "করেছিল", "করতেন": "করত", "ছিলেন": "ছিল",
-    "হন": "হয়", "হয়েছেন": "হয়েছে", "হয়েছিলেন": "হয়েছিল", "দেন": "দেয়", "দিয়েছিলেন": "দিয়েছিল",
-    "গিয়েছিলেন": "গিয়েছিল", "পেয়েছিলেন": "পেয়েছিল", "লেখেন": "লেখে", "লিখেছেন": "লিখেছে",
-    "থাকেন": "থাকে", "রয়েছেন": "রয়েছে",
-}  # fmt: skip
+    "করেন": "করে",
+    "করেছেন": "করেছে",
+    "করেছিলেন": "করেছিল",
+    "করতেন": "করত",
+    "ছিলেন": "ছিল",
+    "হন": "হয়",
+    "হয়েছেন": "হয়েছে",
+    "হয়েছিলেন": "হয়েছিল",
+    "দেন": "দেয়",
+    "দিয়েছিলেন": "দিয়েছিল",
+    "গিয়েছিলেন": "গিয়েছিল",
+    "পেয়েছিলেন": "পেয়েছিল",
+    "লেখেন": "লেখে",
+    "লিখেছেন": "লিখেছে",
+    "থাকেন": "থাকে",
+    "রয়েছেন": "রয়েছে",
+}
 """Honorific verb forms (third person) and their plain forms. Only this direction is applied:
 a plain form may be impersonal or passive (``বলা হয়``, ``কী করে`` *how*), where the honorific is
 wrong; forms that are also nouns (``পান`` betel, ``যান`` vehicle) are left out."""
 _HONORIFIC = regex.compile(rf"{_B}({'|'.join(sorted(HONORIFIC_VERBS, key=len, reverse=True))}){_E}")
 _KI_WHAT = regex.compile(rf"{_B}কী{_E}")
-_KI_SPELT = regex.compile(rf"{_B}কি{_E}")
 _YEAR_WORDS = ("কত সালে", "কোন সালে", "কোন বছর", "কবে")
 _YEAR = regex.compile(rf"{_B}(কত সালে|কোন সালে|কোন বছর|কবে){_E}")
 _FINAL_MARK = regex.compile(r"\s*[?？]\s*$")

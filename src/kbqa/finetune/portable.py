@@ -6,8 +6,17 @@ import os
 import shlex
 from pathlib import Path
 
-PATH_SETTINGS = ("train", "kb", "index", "out", "resume_from", "checkpoint_copy", "base_model",
-                 "reader_model", "reader_adapter")  # fmt: skip
+PATH_SETTINGS = (
+    "train",
+    "kb",
+    "index",
+    "out",
+    "resume_from",
+    "checkpoint_copy",
+    "base_model",
+    "reader_model",
+    "reader_adapter",
+)
 """Settings that name files: the manifest keeps no machine's absolute paths."""
 
 

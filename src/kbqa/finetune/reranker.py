@@ -8,7 +8,7 @@ answers ``Yes`` or ``No``; a pair's score is the logit of ``" Yes"``. Here:
    for each question, the first chunk of its own document that holds the answer (``Yes``)
    against ``negatives`` hard negatives (``No``): the best-ranked chunks of the project's own
    fused retrieval pool (``pool``) that do not hold it. Documents are split for validation as
-   the reader's are (:func:`kbqa.finetune.data.split_by_document`).
+   the reader's are (:func:`kbqa.finetune.questions.split_by_document`).
 2. **Training and export** are the reader's (:func:`kbqa.finetune.train.train_reader`, loss on
    the target tokens only; resumable checkpoints; :func:`kbqa.finetune.export.write_adapter`).
    FlagEmbedding's own decoder-reranker fine-tuning expects its distributed launcher and a
@@ -35,8 +35,8 @@ from kbqa.answers.language import detect_language
 from kbqa.answers.normalize import answer_in_context
 from kbqa.corpus.chunking import Chunk
 from kbqa.finetune.config import ReaderConfig
-from kbqa.finetune.data import TrainingQuestion
 from kbqa.finetune.examples import ReaderExample
+from kbqa.finetune.questions import TrainingQuestion
 from kbqa.prompts.rerank import IRRELEVANT, RELEVANT, render_rerank_prompt
 
 ROLE = "reranker"
@@ -57,18 +57,26 @@ class RerankerConfig(ReaderConfig):
     )
     pool: int = field(
         default=20,
-        metadata={"help": "Fused candidates per question: where hard negatives come from, and "
-                  "what validation reranks (serve with the same --rerank-pool)."},
-    )  # fmt: skip
+        metadata={
+            "help": "Fused candidates per question: where hard negatives come from, and "
+            "what validation reranks (serve with the same --rerank-pool)."
+        },
+    )
     val_questions: int = field(
         default=100, metadata={"help": "Held-out questions whose pools are reranked at the end."}
     )
     epochs: float = field(default=1.0, metadata={"help": "Passes over the training pairs."})
 
     READER_ONLY: ClassVar[tuple[str, ...]] = (
-        "negative_ratio", "redacted_share", "yes_no_ratio", "train_k", "served_share",
-        "paraphrase_share", "k", "max_answer_tokens",
-    )  # fmt: skip
+        "negative_ratio",
+        "redacted_share",
+        "yes_no_ratio",
+        "train_k",
+        "served_share",
+        "paraphrase_share",
+        "k",
+        "max_answer_tokens",
+    )
     """The reader's example settings, which pairs do not use: ``kbqa finetune reranker``
     hides them from ``--help`` and refuses them."""
 
@@ -83,8 +91,15 @@ class RerankerConfig(ReaderConfig):
 
     def data_settings(self) -> dict[str, Any]:
         """The settings that decide the pairs."""
-        keys = ("base_model", "embedder", "val_fraction", "max_questions", "seed", "negatives",
-                "pool")  # fmt: skip
+        keys = (
+            "base_model",
+            "embedder",
+            "val_fraction",
+            "max_questions",
+            "seed",
+            "negatives",
+            "pool",
+        )
         return {k: getattr(self, k) for k in keys}
 
 
@@ -147,8 +162,11 @@ def build_pairs(
             continue
         stats.usable += 1
         split = splits.get(q.doc_id or q.qid, "train")
-        hard = [c for c in retrieve(q.question, pool)
-                if c != gold and not answer_in_context(q.answers, chunks[c].text)]  # fmt: skip
+        hard = [
+            c
+            for c in retrieve(q.question, pool)
+            if c != gold and not answer_in_context(q.answers, chunks[c].text)
+        ]
         for kind, cid in [("yes", gold)] + [("no", c) for c in hard[:negatives]]:
             chunk = chunks[cid]
             example = ReaderExample(
@@ -233,32 +251,27 @@ def val_questions_of(
     return random.Random(seed).sample(held, min(n, len(held)))
 
 
-def run_reranker_finetune(cfg: RerankerConfig, command: str | None = None) -> dict[str, Any]:
-    """Build the pairs, train, export and validate; returns the manifest (also written to
-    ``OUT/adapter/manifest.json``, with ``"role": "reranker"``).
+@dataclass
+class _TrainingPairs:
+    """The training questions (a seeded ``--max-questions`` sample), their document split, the
+    pairs built from them over the index and the time that took, the index's chunks, and
+    ``retrieve(question, n)``: the chunk ids of the first ``n`` hits."""
 
-    Raises:
-        ModelError, InputError: As ``kbqa finetune reader``'s pipeline.
-        ValueError: No usable pair.
-        KeyboardInterrupt: Ctrl-C during training, after the checkpoint is saved.
-    """
-    import json
+    questions: list[TrainingQuestion]
+    splits: dict[str, str]
+    pairs: list[ReaderExample]
+    stats: PairStats
+    seconds: float
+    chunks: Sequence[Chunk]
+    retrieve: Callable[[str, int], list[int]]
 
-    from peft import get_peft_model_state_dict
 
-    from kbqa.finetune.checkpoint import check_resumable, examples_fingerprint, read_cursor
-    from kbqa.finetune.data import load_training_questions, split_by_document
-    from kbqa.finetune.examples import write_examples
-    from kbqa.finetune.export import write_adapter
-    from kbqa.finetune.manifest import adapter_manifest
-    from kbqa.finetune.reader import start_run
-    from kbqa.finetune.train import last_checkpoint, lora_model, plot_loss, train_reader
-    from kbqa.llm.rerank import LlamaCppReranker
+def _training_pairs(cfg: RerankerConfig, index_dir: Path) -> _TrainingPairs:
+    """Load the questions, split them by document and build their pairs over the index."""
+    from kbqa.finetune.questions import load_training_questions, split_by_document
     from kbqa.resources import load_retriever
 
-    start = start_run(cfg, command)
-    out = start.out
-    retriever = load_retriever(str(start.index_dir), cfg.embedder)
+    retriever = load_retriever(str(index_dir), cfg.embedder)
     chunks = retriever.chunks
 
     def retrieve(question: str, n: int) -> list[int]:
@@ -271,52 +284,63 @@ def run_reranker_finetune(cfg: RerankerConfig, command: str | None = None) -> di
         )
     splits = split_by_document(questions, cfg.val_fraction, cfg.seed)
     started = time.perf_counter()
-    pairs, stats = build_pairs(questions, chunks, retrieve, splits, negatives=cfg.negatives,
-                               pool=cfg.pool)  # fmt: skip
-    resume_from = Path(cfg.resume_from) if cfg.resume_from else None
-    if resume_from is None and cfg.resume:
-        resume_from = last_checkpoint(out)
+    pairs, stats = build_pairs(
+        questions, chunks, retrieve, splits, negatives=cfg.negatives, pool=cfg.pool
+    )
+    seconds = round(time.perf_counter() - started, 1)
+    return _TrainingPairs(questions, splits, pairs, stats, seconds, chunks, retrieve)
+
+
+def run_reranker_finetune(cfg: RerankerConfig, command: str | None = None) -> dict[str, Any]:
+    """Build the pairs, train, export and validate; returns the manifest (also written to
+    ``OUT/adapter/manifest.json``, with ``"role": "reranker"``).
+
+    Raises:
+        ModelError, InputError: As ``kbqa finetune reader``'s pipeline.
+        ValueError: No usable pair.
+        KeyboardInterrupt: Ctrl-C during training, after the checkpoint is saved.
+    """
+    from kbqa.finetune.checkpoint import check_resumable, examples_fingerprint, read_cursor
+    from kbqa.finetune.examples import write_examples
+    from kbqa.finetune.pipeline import resume_point, start_run, train_and_export
+    from kbqa.llm.rerank import LlamaCppReranker
+
+    start = start_run(cfg, command)
+    out = start.out
+    data = _training_pairs(cfg, start.index_dir)
+    pairs, stats = data.pairs, data.stats
+    resume_from = resume_point(cfg)
     train = [p for p in pairs if p.split == "train"]
     if resume_from is not None:  # refuse other pairs before examples.jsonl is replaced
-        check_resumable(read_cursor(resume_from), examples_fingerprint(train), len(train),
-                        cfg.batch_size * cfg.grad_accum, resume_from)  # fmt: skip
+        check_resumable(
+            read_cursor(resume_from),
+            examples_fingerprint(train),
+            len(train),
+            cfg.batch_size * cfg.grad_accum,
+            resume_from,
+        )
     write_examples(out / "examples.jsonl", pairs)
-    data_meta = {"questions": stats.questions, "usable": stats.usable, "by_kind": stats.by_kind,
-                 "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
+    data_meta = {
+        "questions": stats.questions,
+        "usable": stats.usable,
+        "by_kind": stats.by_kind,
+        "seconds": data.seconds,
+    }
     val = [p for p in pairs if p.split == "val"][: cfg.val_examples]
     if not train:
         raise ValueError(
             f"no usable training pair: {stats.usable} of {stats.questions} questions have an "
             "answer chunk in their document, none in the training documents"
         )
-    model = lora_model(start.model, cfg)
-    result = train_reader(model, start.tokenizer, train, val, cfg, out, resume_from)
-    if result.interrupted:
-        raise KeyboardInterrupt(f"training interrupted at step {result.steps}")
-    plot_loss(result.log_history, out / "loss.png")
-    held_out = val_questions_of(questions, splits, cfg.val_questions, cfg.seed)
+    held_out = val_questions_of(data.questions, data.splits, cfg.val_questions, cfg.seed)
 
-    def build_manifest(adapter: Path) -> dict[str, Any]:
-        scorer = LlamaCppReranker.from_path(start.base_path, adapter,
-                                            n_threads=cfg.threads or None)  # fmt: skip
-        validation = (
-            validate_reranker(scorer, held_out, chunks, retrieve, cfg.pool)
-            if held_out
-            else {"skipped": "no held-out question (--val-questions 0, or no validation "
-                  "document)", "pool": cfg.pool}
-        )  # fmt: skip
-        manifest = adapter_manifest(cfg, out.name, start.base_path, start.base_sha, adapter,
-                                    start.command, data_meta, result, validation=validation,
-                                    serving={"rerank_pool": cfg.pool})  # fmt: skip
-        return {"role": ROLE, **manifest}
+    def validate(adapter: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Rerank the held-out questions' pools with the staged adapter in llama.cpp."""
+        if not held_out:
+            skipped = "no held-out question (--val-questions 0, or no validation document)"
+            return {"skipped": skipped, "pool": cfg.pool}, {"rerank_pool": cfg.pool}
+        scorer = LlamaCppReranker.from_path(start.base_path, adapter, n_threads=cfg.threads or None)
+        validation = validate_reranker(scorer, held_out, data.chunks, data.retrieve, cfg.pool)
+        return validation, {"rerank_pool": cfg.pool}
 
-    built: dict[str, Any] = {}
-
-    def keep_manifest(adapter: Path) -> dict[str, Any]:
-        built.update(build_manifest(adapter))
-        return built
-
-    write_adapter(get_peft_model_state_dict(model), cfg.lora_alpha, start.base_path,
-                  start.base_sha, out / "adapter", keep_manifest)  # fmt: skip
-    (out / "log_history.json").write_text(json.dumps(result.log_history), "utf-8")
-    return built
+    return train_and_export(cfg, start, train, val, data_meta, validate, resume_from, ROLE)

@@ -14,11 +14,10 @@
 from __future__ import annotations
 
 import logging
-import math
-import shutil
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -31,30 +30,16 @@ from kbqa.finetune.checkpoint import (
     examples_fingerprint,
     load_adapter_weights,
     read_cursor,
-    write_checkpoint,
 )
 from kbqa.finetune.config import LORA_TARGETS, ReaderConfig
 from kbqa.finetune.examples import ReaderExample
-from kbqa.finetune.loss import LeftPadCollator, answer_loss, encode_example
+from kbqa.finetune.loss import LeftPadCollator, encode_example
 from kbqa.finetune.schedule import Schedule
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger("kbqa.finetune")
-
-
-def all_checkpoints(out: Path) -> list[Path]:
-    """The ``checkpoint-N`` directories of ``out/checkpoints`` by step (other names ignored)."""
-    found = [p for p in (out / "checkpoints").glob("checkpoint-*")
-             if p.is_dir() and p.name.split("-", 1)[1].isdigit()]  # fmt: skip
-    return sorted(found, key=lambda p: int(p.name.split("-", 1)[1]))
-
-
-def last_checkpoint(out: Path) -> Path | None:
-    """The checkpoint with the highest step in ``out/checkpoints``, if any."""
-    found = all_checkpoints(out)
-    return found[-1] if found else None
 
 
 def lora_model(model: PreTrainedModel, cfg: ReaderConfig) -> Any:
@@ -80,117 +65,6 @@ def lora_model(model: PreTrainedModel, cfg: ReaderConfig) -> Any:
         task_type="CAUSAL_LM",
     )
     return get_peft_model(model, config)
-
-
-def _trainer_classes() -> tuple[type, type]:
-    """The Trainer subclass and callback, defined on first use (transformers is optional)."""
-    from transformers import Trainer, TrainerCallback
-
-    class AnswerOnlyTrainer(Trainer):
-        """``Trainer`` whose loss is :func:`answer_loss`, which reads its examples in the given
-        order (the seeded :func:`~kbqa.finetune.checkpoint.epoch_order`, from the cursor on)
-        and whose schedule continues from the cursor's step."""
-
-        schedule: Schedule
-
-        def compute_loss(
-            self,
-            model: Any,
-            inputs: dict[str, Any],
-            return_outputs: bool = False,
-            num_items_in_batch: Any = None,
-        ) -> Any:
-            loss = answer_loss(model, inputs, num_items_in_batch)
-            return (loss, {}) if return_outputs else loss
-
-        def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
-            if self.lr_scheduler is None:
-                self.lr_scheduler = self.schedule.scheduler(optimizer or self.optimizer)
-            return self.lr_scheduler
-
-    class BudgetCallback(TrainerCallback):
-        """Time budget, periodic and Ctrl-C checkpoints (:func:`~kbqa.finetune.checkpoint.
-        write_checkpoint`), and a progress bar with loss and time left. Steps and times count
-        from the start of the run, over every session."""
-
-        def __init__(self, cfg: ReaderConfig, out: Path, cursor: Cursor) -> None:
-            self.budget = cfg.budget_seconds
-            self.save_every = cfg.save_minutes * 60
-            self.keep = cfg.keep_checkpoints
-            self.copy_to = Path(cfg.checkpoint_copy) if cfg.checkpoint_copy else None
-            self.out = out
-            self.cursor = cursor
-            self.offset = cursor.step
-            self.previous = cursor.elapsed_seconds
-            self.started = time.monotonic()
-            self.last_save = self.started
-            self.interrupted = False
-            self.stopped_by_budget = False
-            self.bar: Any = None
-            self.loss = math.nan
-            self.model: Any = None
-            self.pending_save = False
-
-        def elapsed(self) -> float:
-            return self.previous + time.monotonic() - self.started
-
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            from tqdm import tqdm
-
-            self.model = kw.get("model")
-            self.bar = tqdm(total=self.offset + state.max_steps, initial=self.offset, unit="step",
-                            desc="train", dynamic_ncols=True)  # fmt: skip
-
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
-            if logs and "loss" in logs:
-                self.loss = float(logs["loss"])
-                self.cursor.log_history.append(
-                    {"step": self.offset + state.global_step, "loss": round(self.loss, 4)}
-                )
-            if self.pending_save:  # deferred from on_step_end so the checkpoint holds this loss
-                self.pending_save = False
-                self.save(state.global_step)
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            now = time.monotonic()
-            per_step = (now - self.started) / max(state.global_step, 1)
-            left = (state.max_steps - state.global_step) * per_step
-            if self.budget is not None:
-                left = min(left, max(0.0, self.budget - self.elapsed()))
-            if self.bar is not None:
-                self.bar.update(1)
-                loss = "-" if math.isnan(self.loss) else f"{self.loss:.3f}"  # none logged yet
-                self.bar.set_postfix_str(
-                    f"loss {loss}  {per_step:.1f} s/step  left {left / 60:.0f} min"
-                )
-            if self.budget is not None and self.elapsed() >= self.budget:
-                self.stopped_by_budget = control.should_training_stop = True
-            if self.interrupted:
-                control.should_training_stop = True
-            due = now - self.last_save >= self.save_every or state.global_step >= state.max_steps
-            if due or control.should_training_stop:
-                if control.should_log:  # transformers logs this step's loss after this hook
-                    self.pending_save = True
-                else:
-                    self.save(state.global_step)
-
-        def save(self, session_steps: int) -> None:
-            self.cursor.step = self.offset + session_steps
-            self.cursor.consumed = self.cursor.step * self.cursor.examples_per_step
-            self.cursor.elapsed_seconds = round(self.elapsed(), 1)
-            folder = self.out / "checkpoints"
-            folder.mkdir(parents=True, exist_ok=True)
-            write_checkpoint(self.model, self.cursor, folder, self.copy_to)
-            self.last_save = time.monotonic()
-            if self.keep:
-                for old in all_checkpoints(self.out)[: -self.keep]:
-                    shutil.rmtree(old, ignore_errors=True)
-
-        def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            if self.bar is not None:
-                self.bar.close()
-
-    return AnswerOnlyTrainer, BudgetCallback
 
 
 @dataclass
@@ -244,12 +118,24 @@ def start_cursor(
     if cfg.max_steps > 0:
         epochs = max(epochs, cfg.max_steps * per_step / len(train))
     total = len(epoch_order(len(train), epochs, cfg.seed))
-    schedule = {"name": cfg.lr_scheduler, "learning_rate": cfg.learning_rate,
-                "warmup_steps": cfg.warmup_steps, "total_steps": total // per_step}  # fmt: skip
-    return Cursor(step=0, consumed=0, total=total, examples_per_step=per_step,
-                  train_examples=len(train), fingerprint=fingerprint, seed=cfg.seed,
-                  epochs=epochs, schedule=schedule,
-                  base_model=Path(cfg.base_model).name)  # fmt: skip
+    schedule = {
+        "name": cfg.lr_scheduler,
+        "learning_rate": cfg.learning_rate,
+        "warmup_steps": cfg.warmup_steps,
+        "total_steps": total // per_step,
+    }
+    return Cursor(
+        step=0,
+        consumed=0,
+        total=total,
+        examples_per_step=per_step,
+        train_examples=len(train),
+        fingerprint=fingerprint,
+        seed=cfg.seed,
+        epochs=epochs,
+        schedule=schedule,
+        base_model=Path(cfg.base_model).name,
+    )
 
 
 def train_reader(
@@ -270,17 +156,12 @@ def train_reader(
         InputError: ``resume_from`` cannot be resumed with these examples and settings.
     """
     import torch
-    from transformers import TrainingArguments
+
+    from kbqa.finetune.trainer import AnswerOnlyTrainer, BudgetCallback
 
     torch.set_num_threads(cfg.torch_threads)
     torch.manual_seed(cfg.seed)
-    encoded = [encode_example(tokenizer, e) for e in train_examples]
-    if too_long := [e.qid for e, f in zip(train_examples, encoded, strict=True)
-                    if len(f["input_ids"]) > cfg.n_ctx]:  # fmt: skip
-        raise ValueError(f"{len(too_long)} training examples exceed n_ctx={cfg.n_ctx}: "
-                         f"{too_long[:3]}")  # fmt: skip
-    val = [encode_example(tokenizer, e) for e in val_examples]
-    val = [f for f in val if len(f["input_ids"]) <= cfg.n_ctx]
+    encoded, val = _encode(tokenizer, train_examples, val_examples, cfg.n_ctx)
     cursor = start_cursor(cfg, train_examples, resume_from, model)
     order = epoch_order(cursor.train_examples, cursor.epochs, cursor.seed)
     per_step = cursor.examples_per_step
@@ -288,66 +169,32 @@ def train_reader(
     if cfg.max_steps > 0:
         steps = min(steps, cfg.max_steps - cursor.step)
     if steps <= 0:  # a finished run resumed (to export it again), or --max-steps reached
-        log.warning("nothing left to train at step %d of %d: the checkpoint's weights are kept",
-                    cursor.step, len(order) // per_step)  # fmt: skip
-        return TrainResult(
-            steps=cursor.step,
-            train_seconds=cursor.elapsed_seconds,
-            seconds_per_step=cursor.elapsed_seconds / max(cursor.step, 1),
-            examples_seen=cursor.consumed,
-            interrupted=False,
-            stopped_by_budget=False,
-            eval_loss=None,
-            log_history=[*cursor.log_history],
-            finished=cursor.consumed + per_step > len(order),
+        log.warning(
+            "nothing left to train at step %d of %d: the checkpoint's weights are kept",
+            cursor.step,
+            len(order) // per_step,
         )
+        return _nothing_trained(cursor, len(order))
     session = [encoded[i] for i in order[cursor.consumed : cursor.consumed + steps * per_step]]
-    args = TrainingArguments(
-        output_dir=str(out / "checkpoints"),
-        per_device_train_batch_size=cfg.batch_size,
-        per_device_eval_batch_size=cfg.batch_size,
-        gradient_accumulation_steps=cfg.grad_accum,
-        max_steps=steps,
-        learning_rate=cursor.schedule["learning_rate"],
-        weight_decay=0.0,
-        logging_steps=LOGGING_STEPS if steps >= 10 * LOGGING_STEPS else 1,  # a curve for any run
-        save_strategy="no",
-        train_sampling_strategy="sequential",  # the order is epoch_order's, from the cursor
-        bf16=cfg.bf16,
-        use_cpu=True,
-        seed=cfg.seed,
-        report_to=[],
-        disable_tqdm=True,
-        remove_unused_columns=False,
-        prediction_loss_only=True,
-        dataloader_num_workers=0,
-    )
-    trainer_cls, callback_cls = _trainer_classes()
-    budget = callback_cls(cfg, out, cursor)
-    trainer = trainer_cls(
+    budget = BudgetCallback(cfg, out, cursor)
+    trainer = AnswerOnlyTrainer(
         model=model,
-        args=args,
+        args=_training_arguments(cfg, cursor, out, steps),
         train_dataset=session,
         eval_dataset=val or None,
         data_collator=LeftPadCollator(tokenizer.pad_token_id),
         callbacks=[budget],
     )
-    trainer.schedule = Schedule(cursor.schedule["name"], cursor.schedule["warmup_steps"],
-                                cursor.schedule["total_steps"], cursor.step,
-                                cfg.restart_warmup_steps)  # fmt: skip
-
-    def on_sigint(signum: int, frame: FrameType | None) -> None:
-        if budget.interrupted:
-            raise KeyboardInterrupt
-        budget.interrupted = True
-        log.warning("Ctrl-C: finishing this step, saving a checkpoint (again to quit at once)")
-
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    trainer.schedule = Schedule(
+        cursor.schedule["name"],
+        cursor.schedule["warmup_steps"],
+        cursor.schedule["total_steps"],
+        cursor.step,
+        cfg.restart_warmup_steps,
+    )
     first_step, session_start = cursor.step, time.monotonic()
-    try:
+    with _first_sigint_stops(budget):
         trainer.train()
-    finally:
-        signal.signal(signal.SIGINT, previous)
     done = cursor.step - first_step
     seconds = time.monotonic() - session_start
     tokens = sum(len(f["input_ids"]) for f in session[: done * per_step])
@@ -371,6 +218,88 @@ def train_reader(
     )
 
 
+def _encode(
+    tokenizer: PreTrainedTokenizerBase,
+    train_examples: Sequence[ReaderExample],
+    val_examples: Sequence[ReaderExample],
+    n_ctx: int,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The examples encoded (:func:`~kbqa.finetune.loss.encode_example`); validation examples
+    longer than ``n_ctx`` tokens are left out.
+
+    Raises:
+        ValueError: A training example is longer than ``n_ctx`` tokens.
+    """
+    encoded = [encode_example(tokenizer, e) for e in train_examples]
+    if too_long := [
+        e.qid for e, f in zip(train_examples, encoded, strict=True) if len(f["input_ids"]) > n_ctx
+    ]:
+        raise ValueError(f"{len(too_long)} training examples exceed n_ctx={n_ctx}: {too_long[:3]}")
+    val = [encode_example(tokenizer, e) for e in val_examples]
+    return encoded, [f for f in val if len(f["input_ids"]) <= n_ctx]
+
+
+def _nothing_trained(cursor: Cursor, order_length: int) -> TrainResult:
+    """The result of a session with no step left: the checkpoint's, unchanged."""
+    return TrainResult(
+        steps=cursor.step,
+        train_seconds=cursor.elapsed_seconds,
+        seconds_per_step=cursor.elapsed_seconds / max(cursor.step, 1),
+        examples_seen=cursor.consumed,
+        interrupted=False,
+        stopped_by_budget=False,
+        eval_loss=None,
+        log_history=[*cursor.log_history],
+        finished=cursor.consumed + cursor.examples_per_step > order_length,
+    )
+
+
+def _training_arguments(cfg: ReaderConfig, cursor: Cursor, out: Path, steps: int) -> Any:
+    """transformers' ``TrainingArguments`` for a session of ``steps`` optimizer steps: on the
+    CPU, the data in the given order, no checkpoint of the Trainer's own (the callback saves)."""
+    from transformers import TrainingArguments
+
+    return TrainingArguments(
+        output_dir=str(out / "checkpoints"),
+        per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.grad_accum,
+        max_steps=steps,
+        learning_rate=cursor.schedule["learning_rate"],
+        weight_decay=0.0,
+        logging_steps=LOGGING_STEPS if steps >= 10 * LOGGING_STEPS else 1,  # a curve for any run
+        save_strategy="no",
+        train_sampling_strategy="sequential",  # the order is epoch_order's, from the cursor
+        bf16=cfg.bf16,
+        use_cpu=True,
+        seed=cfg.seed,
+        report_to=[],
+        disable_tqdm=True,
+        remove_unused_columns=False,
+        prediction_loss_only=True,
+        dataloader_num_workers=0,
+    )
+
+
+@contextmanager
+def _first_sigint_stops(budget: Any) -> Iterator[None]:
+    """Within the block, the first Ctrl-C asks ``budget`` (a
+    :class:`~kbqa.finetune.trainer.BudgetCallback`) to finish the step, save and stop; a second
+    raises ``KeyboardInterrupt``. The previous handler is restored on leaving."""
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        if budget.interrupted:
+            raise KeyboardInterrupt
+        budget.interrupted = True
+        log.warning("Ctrl-C: finishing this step, saving a checkpoint (again to quit at once)")
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 LOGGING_STEPS = 5
 """Optimizer steps between logged losses; a run shorter than ten of them logs every step, so
 its loss curve has a point per step."""
@@ -390,8 +319,9 @@ def plot_loss(log_history: Sequence[dict[str, Any]], path: Path) -> None:
         steps = [h["step"] for h in log_history if "train_loss" in h][-1:]
         losses = [h["train_loss"] for h in log_history if "train_loss" in h][-1:]
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(steps, losses, marker="o" if len(steps) <= 20 else None,
-            label="train loss (answer tokens)")  # fmt: skip
+    ax.plot(
+        steps, losses, marker="o" if len(steps) <= 20 else None, label="train loss (answer tokens)"
+    )
     evals = [(h["step"], h["eval_loss"]) for h in log_history if "eval_loss" in h]
     if evals:
         ax.scatter(*zip(*evals, strict=True), color="C1", label="validation loss", zorder=3)

@@ -65,22 +65,27 @@ class VerifierConfig(ReaderConfig):
     out: str = field(default="runs/finetune-verifier", metadata={"help": "Output directory."})
     reader_model: str = field(
         default="gemma3-270m-reader",
-        metadata={"help": "The reader whose answers are the candidates (registered name or "
-                  ".gguf), served as `kbqa ask` serves it."},
-    )  # fmt: skip
+        metadata={
+            "help": "The reader whose answers are the candidates (registered name or "
+            ".gguf), served as `kbqa ask` serves it."
+        },
+    )
     reader_adapter: str = field(
         default="",
-        metadata={"help": "Its LoRA adapter (a `kbqa finetune reader` directory); empty: the "
-                  "model's own."},
-    )  # fmt: skip
+        metadata={
+            "help": "Its LoRA adapter (a `kbqa finetune reader` directory); empty: the model's own."
+        },
+    )
     max_verify_tokens: int = field(
         default=30, metadata={"help": "The verifier's answer budget (HybridRAG-BN: 30)."}
     )
     train_k: int = field(
         default=0,
-        metadata={"help": "Hits in a reader example (0: as served; the verifier checks the "
-                  "reader as it is served)."},
-    )  # fmt: skip
+        metadata={
+            "help": "Hits in a reader example (0: as served; the verifier checks the "
+            "reader as it is served)."
+        },
+    )
     paraphrase_share: float = field(
         default=0.0, metadata={"help": "Share of questions asked in another form by rule."}
     )
@@ -138,8 +143,12 @@ def reader_candidates(
             )
             answer, abstained = judge(raw, ex.question, ctx.abstention_phrase, ctx.max_answer_chars)
             done[ex.qid] = (answer, abstained)
-            fh.write(json.dumps({"qid": ex.qid, "answer": answer, "abstained": abstained},
-                                ensure_ascii=False) + "\n")  # fmt: skip
+            fh.write(
+                json.dumps(
+                    {"qid": ex.qid, "answer": answer, "abstained": abstained}, ensure_ascii=False
+                )
+                + "\n"
+            )
             fh.flush()
     return done
 
@@ -159,8 +168,12 @@ def verifier_example(
     the reader abstained). Kinds and targets: see :data:`kbqa.finetune.examples.VERIFIER_KINDS`.
     """
     shown = ABSTENTION_PHRASE if abstained else candidate
-    hint = typed_hint(ex.question, ex.question_type,
-                      [(c, chunks[c].text) for c in ex.context_chunk_ids], ex.language)  # fmt: skip
+    hint = typed_hint(
+        ex.question,
+        ex.question_type,
+        [(c, chunks[c].text) for c in ex.context_chunk_ids],
+        ex.language,
+    )
     messages, kept = fit_verify_prompt(
         counter,
         ex.question,
@@ -179,10 +192,21 @@ def verifier_example(
     else:
         kind, target = "fix", ex.target
     return ReaderExample(
-        ex.qid, kind, ex.split, ex.doc_id, ex.question, prompt_text(messages), target,
-        list(ex.answers), ex.question_type, ex.language,
-        [ex.context_chunk_ids[i] for i in kept], ex.gold_rank, ex.gold_inserted, shown,
-    )  # fmt: skip
+        ex.qid,
+        kind,
+        ex.split,
+        ex.doc_id,
+        ex.question,
+        prompt_text(messages),
+        target,
+        list(ex.answers),
+        ex.question_type,
+        ex.language,
+        [ex.context_chunk_ids[i] for i in kept],
+        ex.gold_rank,
+        ex.gold_inserted,
+        shown,
+    )
 
 
 @dataclass
@@ -249,9 +273,13 @@ def score_verifier(
             str(reply.content), ex.question, ctx.abstention_phrase, ctx.max_answer_chars
         )
         candidate_abstained = ex.candidate == ABSTENTION_PHRASE
-        verdict = apply_verification(ex.candidate, candidate_abstained, verified,
-                                     verified_abstained,
-                                     [chunks[c].text for c in ex.context_chunk_ids])  # fmt: skip
+        verdict = apply_verification(
+            ex.candidate,
+            candidate_abstained,
+            verified,
+            verified_abstained,
+            [chunks[c].text for c in ex.context_chunk_ids],
+        )
         before = max_over_golds(token_f1, ex.candidate, ex.answers, abstained=candidate_abstained)
         after = max_over_golds(token_f1, verdict.answer, ex.answers, abstained=verdict.abstained)
         rows.setdefault(ex.kind, []).append((before, after, verdict.changed))
@@ -266,10 +294,14 @@ def score_verifier(
         scores.f1_after = statistics.fmean(r[1] for r in every)
         scores.seconds_per_example = statistics.median(times)
     scores.by_kind = {
-        kind: {"n": len(rs), "f1_before": statistics.fmean(r[0] for r in rs),
-               "f1_after": statistics.fmean(r[1] for r in rs), "changed": sum(r[2] for r in rs)}
+        kind: {
+            "n": len(rs),
+            "f1_before": statistics.fmean(r[0] for r in rs),
+            "f1_after": statistics.fmean(r[1] for r in rs),
+            "changed": sum(r[2] for r in rs),
+        }
         for kind, rs in sorted(rows.items())
-    }  # fmt: skip
+    }
     return scores
 
 
@@ -282,30 +314,28 @@ def run_verifier_finetune(cfg: VerifierConfig, command: str | None = None) -> di
         ValueError: No usable example.
         KeyboardInterrupt: Ctrl-C during training, after the checkpoint is saved.
     """
-    from peft import get_peft_model_state_dict
-
     from kbqa.finetune.base import TokenizerCounter
     from kbqa.finetune.evaluate import load_reader
-    from kbqa.finetune.export import write_adapter
-    from kbqa.finetune.manifest import adapter_manifest
-    from kbqa.finetune.portable import portable_path
-    from kbqa.finetune.reader import prepare_examples, start_run, val_sample
-    from kbqa.finetune.train import last_checkpoint, lora_model, plot_loss, train_reader
+    from kbqa.finetune.pipeline import (
+        resume_point,
+        start_run,
+        train_and_export,
+        training_context,
+    )
+    from kbqa.finetune.reader import prepare_examples, val_sample
     from kbqa.llm.models import check_model_name, load_chat_model
     from kbqa.resources import retriever_for
 
     check_model_name(cfg.reader_model, cfg.reader_adapter)  # before hours of work, not after
     start = start_run(cfg, command)
-    out, command, base_path, base_sha = start.out, start.command, start.base_path, start.base_sha
-    model, tokenizer, index_dir = start.model, start.tokenizer, start.index_dir
+    out, tokenizer, index_dir = start.out, start.tokenizer, start.index_dir
     (out / "reader").mkdir(exist_ok=True)
     reader_examples, reader_meta = prepare_examples(cfg, out / "reader", tokenizer, index_dir)
     # the verify node reads whole chunks: a redacted negative would be another question there
     usable = [e for e in reader_examples if not e.qid.endswith("#cut")]
     wanted = [e for e in usable if e.split == "train"]
     wanted += val_sample(usable, cfg.val_examples, cfg.seed)
-    ctx = Context(index_dir=str(index_dir), embedder=cfg.embedder, k=cfg.k, n_ctx=cfg.n_ctx,
-                  max_answer_tokens=cfg.max_answer_tokens, web_search="off")  # fmt: skip
+    ctx = training_context(cfg, index_dir)
     chunks = retriever_for(ctx).chunks
     reader = load_chat_model(cfg.reader_model, cfg.n_ctx, cfg.threads, adapter=cfg.reader_adapter)
     started = time.perf_counter()
@@ -319,40 +349,45 @@ def run_verifier_finetune(cfg: VerifierConfig, command: str | None = None) -> di
     val = [e for e in examples if e.split == "val"]
     if not train:
         raise ValueError("no usable training example (see OUT/reader/data.json)")
-    kinds = {split: dict(Counter(e.kind for e in examples if e.split == split))
-             for split in ("train", "val")}  # fmt: skip
-    data_meta = {
+    data_meta = _data_record(cfg, examples, reader_meta, len(wanted), candidate_seconds)
+    (out / "data.json").write_text(json.dumps(data_meta, ensure_ascii=False, indent=1), "utf-8")
+
+    def validate(adapter: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Score the staged adapter in llama.cpp."""
+        verifier = load_reader(
+            start.base_path, adapter, n_ctx=cfg.n_ctx, n_threads=cfg.threads or None
+        )
+        scores = score_verifier(verifier, val, chunks, max_tokens=cfg.max_verify_tokens, ctx=ctx)
+        return scores.to_dict(), {}
+
+    resume_from = resume_point(cfg)
+    return train_and_export(cfg, start, train, val, data_meta, validate, resume_from, "verifier")
+
+
+def _data_record(
+    cfg: VerifierConfig,
+    examples: Sequence[ReaderExample],
+    reader_meta: dict[str, Any],
+    n_candidates: int,
+    candidate_seconds: float,
+) -> dict[str, Any]:
+    """``data.json``: the reader examples' counts, the verifier examples by split and kind, and
+    the reader that wrote the candidates (portable paths) in how many seconds."""
+    from kbqa.finetune.portable import portable_path
+
+    kinds = {
+        split: dict(Counter(e.kind for e in examples if e.split == split))
+        for split in ("train", "val")
+    }
+    return {
         "reader_examples": {k: v for k, v in reader_meta.items() if k != "settings"},
         "by_kind": kinds,
-        "candidates": {"reader": portable_path(cfg.reader_model),
-                       "reader_adapter": portable_path(cfg.reader_adapter),
-                       "n": len(wanted), "seconds": round(candidate_seconds, 1)},
+        "candidates": {
+            "reader": portable_path(cfg.reader_model),
+            "reader_adapter": portable_path(cfg.reader_adapter),
+            "n": n_candidates,
+            "seconds": round(candidate_seconds, 1),
+        },
         "usable": len(examples),
         "questions": reader_meta.get("questions"),
-    }  # fmt: skip
-    (out / "data.json").write_text(json.dumps(data_meta, ensure_ascii=False, indent=1), "utf-8")
-    peft_model = lora_model(model, cfg)
-    resume_from = Path(cfg.resume_from) if cfg.resume_from else None
-    if resume_from is None and cfg.resume:
-        resume_from = last_checkpoint(out)
-    result = train_reader(peft_model, tokenizer, train, val, cfg, out, resume_from)
-    if result.interrupted:
-        raise KeyboardInterrupt(f"training interrupted at step {result.steps}")
-    plot_loss(result.log_history, out / "loss.png")
-    built: dict[str, Any] = {}
-
-    def build_manifest(adapter: Path) -> dict[str, Any]:
-        """Score the staged adapter in llama.cpp and describe it."""
-        verifier = load_reader(base_path, adapter, n_ctx=cfg.n_ctx, n_threads=cfg.threads or None)
-        scores = score_verifier(verifier, val, chunks, max_tokens=cfg.max_verify_tokens, ctx=ctx)
-        built.update(
-            adapter_manifest(cfg, out.name, base_path, base_sha, adapter, command, data_meta,
-                             result, validation=scores.to_dict(), serving={})
-        )  # fmt: skip
-        built["role"] = "verifier"
-        return built
-
-    write_adapter(get_peft_model_state_dict(peft_model), cfg.lora_alpha, base_path, base_sha,
-                  out / "adapter", build_manifest)  # fmt: skip
-    (out / "log_history.json").write_text(json.dumps(result.log_history), "utf-8")
-    return built
+    }

@@ -1,18 +1,15 @@
 """Building an index: documents -> chunks -> BM25 (+ dense vectors, now or later), written to a
 temporary version directory and published at once (:mod:`kbqa.index.versions`).
-
-Length: building one or several strategies' indexes and writing them atomically is one transaction.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -21,30 +18,20 @@ from kbqa.corpus.document import Document
 from kbqa.embedders import Embedder
 from kbqa.errors import InputError
 from kbqa.index.dense import add_dense
-from kbqa.index.embed_cache import (
-    BuildLock,
-    clear_caches,
-)
+from kbqa.index.embed_cache import BuildLock, clear_caches
+from kbqa.index.manifest import write_manifests
 from kbqa.index.store import (
     BM25_DIR,
     CHUNKS,
     DENSE,
-    FORMAT_VERSION,
     MANIFEST,
     BuildReport,
     bm25_terms,
     check_replaceable,
     peak_rss_mib,
     remove_stale_temp_dirs,
-    source_sha256,
-    write_json,
 )
 from kbqa.index.versions import publish, publish_path
-from kbqa.retrieval.tokenizer import (
-    TERMS_WORDS_NGRAMS,
-)
-from kbqa.text import TEXT_NORMALIZATION
-from kbqa.version import __version__
 
 DenseWhen = Literal["now", "later"]
 
@@ -209,9 +196,17 @@ def _build(
         raise InputError(f"cannot write index to {out}: {exc.strerror or exc}") from None
     with BuildLock(out):
         return _write_index(
-            chunked, parts, out, embedder, report, source=source, progress=progress,
-            reuse=reuse, multi=multi, dense=dense,
-        )  # fmt: skip
+            chunked,
+            parts,
+            out,
+            embedder,
+            report,
+            source=source,
+            progress=progress,
+            reuse=reuse,
+            multi=multi,
+            dense=dense,
+        )
 
 
 def _write_index(
@@ -253,8 +248,18 @@ def _write_index(
             dim = fitted.dim
             report.stage_seconds["dense"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        _write_manifests(chunked, parts, part_dirs, tmp, embedder, dim, report,
-                         source=source, multi=multi, dense=dense)  # fmt: skip
+        write_manifests(
+            chunked,
+            parts,
+            part_dirs,
+            tmp,
+            embedder,
+            dim,
+            report,
+            source=source,
+            multi=multi,
+            dense=dense,
+        )
         publish(tmp, out)
         if dense == "now":  # a BM25-first build keeps an interrupted build's vectors for later
             clear_caches(out)
@@ -296,68 +301,6 @@ def _write_bm25(
         retriever = bm25s.BM25()
         retriever.index(bm25_tokens, show_progress=False)  # four bars per index otherwise
         retriever.save(str(part_dirs[name] / BM25_DIR), show_progress=False)
-
-
-def _write_manifests(
-    chunked: dict[str, tuple[int, list[Chunk]]],
-    parts: dict[str, StrategyInput],
-    part_dirs: dict[str, Path],
-    tmp: Path,
-    embedder: Embedder,
-    dim: int,
-    report: BuildReport,
-    *,
-    source: str | Path | None,
-    multi: bool,
-    dense: DenseWhen,
-) -> None:
-    """Each part's chunk store, manifest and extra files, and (``multi``) the top manifest."""
-    base = {
-        "format_version": FORMAT_VERSION,
-        "kbqa_version": __version__,
-        "embedder": embedder.id,
-        "embedding_dim": dim,
-        "dense": "none" if embedder.dim == 0 else ("ready" if dense == "now" else "pending"),
-        "bm25_terms": TERMS_WORDS_NGRAMS,
-        "text_normalization": TEXT_NORMALIZATION,
-    }
-    prov = {
-        "source": str(source) if source else None,
-        "source_sha256": source_sha256(Path(source)) if source else None,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    for name, (n_docs, chunks) in chunked.items():
-        where = part_dirs[name]
-        with (where / CHUNKS).open("w", encoding="utf-8") as fh:
-            for c in chunks:
-                fh.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
-        part = parts[name]
-        chunking = {"strategy": name, "size": part.chunk_size, "overlap": part.chunk_overlap}
-        counts = {
-            "documents": n_docs,
-            "empty_documents": report.per_strategy[name]["empty_documents"],
-            "chunks": len(chunks),
-        }
-        write_json(where / MANIFEST, base | {"chunking": chunking} | counts | prov)
-        for fname, text in part.extra_files.items():
-            (where / Path(fname).name).write_text(text, encoding="utf-8")
-    if multi:
-        indexes = {
-            name: {
-                "size": parts[name].chunk_size,
-                "overlap": parts[name].chunk_overlap,
-                "documents": n_docs,
-                "chunks": len(chunks),
-            }
-            for name, (n_docs, chunks) in chunked.items()
-        }
-        top = {
-            "indexes": indexes,
-            "default": next(iter(parts)),
-            "chunks": report.chunks,
-            "distinct_texts": report.distinct_texts,
-        }
-        write_json(tmp / MANIFEST, base | top | prov)
 
 
 def chunk_all(part: StrategyInput, *, desc: str, progress: bool) -> tuple[int, int, list[Chunk]]:

@@ -93,48 +93,18 @@ def add_dense(
     Returns:
         The embedder that embedded the chunks (the fitted one for the static embedder).
 
-    Length: reuse, resume and embedding share one cache and one progress bar.
+    Raises:
+        InputError: The static embedder finds no word to distil.
+        BuildInterrupted: Ctrl-C while embedding (what was embedded is cached).
     """
     import faiss
 
-    # every distinct text once, in order of first appearance
-    row_of: dict[bytes, int] = {}
-    texts: list[str] = []
-    rows: dict[str, list[int]] = {}
-    for name, part_chunks in chunks.items():
-        part_rows = rows[name] = []
-        for c in part_chunks:
-            text = dense_text(c)
-            key = hashlib.sha256(text.encode()).digest()
-            if key not in row_of:
-                row_of[key] = len(texts)
-                texts.append(text)
-            part_rows.append(row_of[key])
+    row_of, texts, rows = _distinct_texts(chunks)
     report.distinct_texts = len(texts)
+    cached = True
     if isinstance(embedder, StaticDistiller):
-        t0 = time.perf_counter()
-        counts = count_words(texts)
-        words = vocabulary(counts)
-        if not words:
-            raise InputError(
-                "the static embedder found no word in any chunk's title or text (only symbols); "
-                "use --embedder none or e5"
-            )
-        teacher = EmbeddingCache(out, embedder.teacher, words, kind="teacher")
-        report.resumed_words = teacher.done_chunks()
-        word_vectors = teacher.embed_all(desc="distil words", unit="word", progress=progress)
-        fitted = embedder.distill(counts, lambda _: word_vectors)
-        del word_vectors
-        report.table_words = len(words)
-        for d in part_dirs.values():
-            staging = d / f".{STATIC_DIR}.tmp-{os.getpid()}"
-            fitted.save(staging, {"distinct_texts": len(texts)})
-            shutil.rmtree(d / STATIC_DIR, ignore_errors=True)
-            os.replace(staging, d / STATIC_DIR)
-        report.stage_seconds["distil"] = time.perf_counter() - t0  # part of "dense"
-        embedder, reuse, cached = fitted, False, False  # vectors depend on this table
-    else:
-        cached = True
+        embedder = _distil(embedder, texts, part_dirs, out, report, progress=progress)
+        reuse, cached = False, False  # vectors depend on this table
     known = _reusable_vectors(out, embedder) if reuse else {}
     vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
     todo: list[int] = []
@@ -164,6 +134,64 @@ def add_dense(
         faiss.write_index(index, str(staging))
         os.replace(staging, part_dirs[name] / DENSE)
     return embedder
+
+
+def _distinct_texts(
+    chunks: dict[str, list[Chunk]],
+) -> tuple[dict[bytes, int], list[str], dict[str, list[int]]]:
+    """Every distinct :func:`dense_text` once, in order of first appearance: ``(row of each
+    text's SHA-256, texts, each part's rows)``."""
+    row_of: dict[bytes, int] = {}
+    texts: list[str] = []
+    rows: dict[str, list[int]] = {}
+    for name, part_chunks in chunks.items():
+        part_rows = rows[name] = []
+        for c in part_chunks:
+            text = dense_text(c)
+            key = hashlib.sha256(text.encode()).digest()
+            if key not in row_of:
+                row_of[key] = len(texts)
+                texts.append(text)
+            part_rows.append(row_of[key])
+    return row_of, texts, rows
+
+
+def _distil(
+    embedder: StaticDistiller,
+    texts: list[str],
+    part_dirs: dict[str, Path],
+    out: Path,
+    report: BuildReport,
+    *,
+    progress: bool,
+) -> Embedder:
+    """Distil the static word table from the teacher's vectors of the texts' words (cached and
+    resumable like chunk vectors) and write it into each part, atomically; returns the fitted
+    embedder.
+
+    Raises:
+        InputError: No word in any text.
+    """
+    t0 = time.perf_counter()
+    counts = count_words(texts)
+    words = vocabulary(counts)
+    if not words:
+        raise InputError(
+            "the static embedder found no word in any chunk's title or text (only symbols); "
+            "use --embedder none or e5"
+        )
+    teacher = EmbeddingCache(out, embedder.teacher, words, kind="teacher")
+    report.resumed_words = teacher.done_chunks()
+    word_vectors = teacher.embed_all(desc="distil words", unit="word", progress=progress)
+    fitted = embedder.distill(counts, lambda _: word_vectors)
+    report.table_words = len(words)
+    for d in part_dirs.values():
+        staging = d / f".{STATIC_DIR}.tmp-{os.getpid()}"
+        fitted.save(staging, {"distinct_texts": len(texts)})
+        shutil.rmtree(d / STATIC_DIR, ignore_errors=True)
+        os.replace(staging, d / STATIC_DIR)
+    report.stage_seconds["distil"] = time.perf_counter() - t0  # part of "dense"
+    return fitted
 
 
 def _embed_fast(embedder: Embedder, texts: list[str], *, progress: bool) -> npt.NDArray[np.float32]:
@@ -204,21 +232,7 @@ def continue_index(
     """
     t0 = time.perf_counter()
     out = publish_path(path)
-    if out.exists() and not out.is_dir():
-        raise IndexLoadError(f"{out} is a file, not an index directory")
-    if not out.exists():
-        resumable = interrupted_build(out)
-        hint = (
-            f"; {resumable}: run the same `kbqa index KB --out {out}` command to resume it"
-            if resumable
-            else f" (build one with `kbqa index KB --out {out} --dense later`)"
-        )
-        raise IndexLoadError(f"index not found: {out}{hint}")
-    if is_sub_index(out):
-        raise IndexLoadError(
-            f"{out} is the {out.name!r} part of the index {out.parent}; continue that "
-            f"directory instead (kbqa index --continue --out {out.parent})"
-        )
+    _check_continuable(out)
     with BuildLock(out):  # held from the first read to the last manifest written
         real = resolve_index(out)  # one version throughout: a rebuild may publish meanwhile
         top = read_manifest(real)
@@ -262,3 +276,23 @@ def continue_index(
     report.stage_seconds["dense"] = time.perf_counter() - t0
     report.peak_rss_mib = peak_rss_mib()
     return report
+
+
+def _check_continuable(out: Path) -> None:
+    """Raise :class:`IndexLoadError` when ``out`` is a file, missing (saying when an
+    interrupted build can be resumed) or one part of a ``--strategy both`` index."""
+    if out.exists() and not out.is_dir():
+        raise IndexLoadError(f"{out} is a file, not an index directory")
+    if not out.exists():
+        resumable = interrupted_build(out)
+        hint = (
+            f"; {resumable}: run the same `kbqa index KB --out {out}` command to resume it"
+            if resumable
+            else f" (build one with `kbqa index KB --out {out} --dense later`)"
+        )
+        raise IndexLoadError(f"index not found: {out}{hint}")
+    if is_sub_index(out):
+        raise IndexLoadError(
+            f"{out} is the {out.name!r} part of the index {out.parent}; continue that "
+            f"directory instead (kbqa index --continue --out {out.parent})"
+        )

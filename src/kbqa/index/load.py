@@ -6,12 +6,11 @@ import functools
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 from kbqa.corpus.chunking import Chunk
 from kbqa.errors import IndexLoadError
-from kbqa.index.embed_cache import (
-    interrupted_build,
-)
+from kbqa.index.embed_cache import interrupted_build
 from kbqa.index.store import BM25_DIR, CHUNKS, DENSE, FORMAT_VERSION, MANIFEST, ChunkIndex
 from kbqa.index.versions import resolve_index
 from kbqa.text import TEXT_NORMALIZATION
@@ -52,14 +51,39 @@ def load_index(
 def _load_resolved(
     p: Path, given: str | Path, *, embedder_id: str | None, strategy: str | None
 ) -> ChunkIndex:
-    """:func:`load_index` on the version directory ``p`` that ``given`` resolved to.
+    """:func:`load_index` on the version directory ``p`` that ``given`` resolved to: each part
+    checked (the directory, the manifest's format and embedder, the strategy, the chunk store,
+    BM25, the dense part), each with its own error message."""
+    manifest = _read_manifest(p, given)
+    if "indexes" in manifest:
+        names = list(manifest["indexes"])
+        name = strategy or str(manifest.get("default") or names[0])
+        if name not in names:
+            raise IndexLoadError(f"{p} has no {name!r} index; it holds {', '.join(names)}")
+        return _load_resolved(p / name, Path(given) / name, embedder_id=embedder_id, strategy=None)
+    built = (manifest.get("chunking") or {}).get("strategy")
+    if strategy is not None and built != strategy:
+        raise IndexLoadError(
+            f"{p} is a {built} index, not {strategy}; build both with "
+            "`kbqa index KB --strategy both`"
+        )
+    if embedder_id is not None and manifest.get("embedder") != embedder_id:
+        raise IndexLoadError(
+            f"{p} was built with embedder {manifest.get('embedder')!r}, but {embedder_id!r} "
+            "was asked for; rebuild the index or use the same embedder"
+        )
+    chunks, bm25, dense = _read_parts(p, manifest)
+    return ChunkIndex(path=p, manifest=manifest, chunks=chunks, bm25=bm25, dense=dense)
 
-    Length: one check per index part (the directory, the manifest's format and embedder, the
-    strategy, the chunk store, BM25, the dense part), each with its own error message.
+
+def _read_manifest(p: Path, given: str | Path) -> dict[str, Any]:
+    """The manifest of the index directory ``p`` (``given``: the name the user gave), of this
+    format; warns once when its text normalisation is older.
+
+    Raises:
+        IndexLoadError: ``p`` is a file, missing (saying when an interrupted build can be
+            resumed), has no or a corrupt manifest, or another format.
     """
-    import bm25s
-    import faiss
-
     if p.exists() and not p.is_dir():
         raise IndexLoadError(f"{p} is a file, not an index directory (built by `kbqa index`)")
     if not p.is_dir():
@@ -99,24 +123,20 @@ def _load_resolved(
     normalization = manifest.get("text_normalization")
     if normalization and normalization != TEXT_NORMALIZATION:  # words mostly match: warn once
         _warn_normalization(str(given), str(normalization))
-    if "indexes" in manifest:
-        names = list(manifest["indexes"])
-        name = strategy or str(manifest.get("default") or names[0])
-        if name not in names:
-            raise IndexLoadError(f"{p} has no {name!r} index; it holds {', '.join(names)}")
-        return _load_resolved(p / name, Path(given) / name, embedder_id=embedder_id,
-                              strategy=None)  # fmt: skip
-    built = (manifest.get("chunking") or {}).get("strategy")
-    if strategy is not None and built != strategy:
-        raise IndexLoadError(
-            f"{p} is a {built} index, not {strategy}; build both with "
-            "`kbqa index KB --strategy both`"
-        )
-    if embedder_id is not None and manifest.get("embedder") != embedder_id:
-        raise IndexLoadError(
-            f"{p} was built with embedder {manifest.get('embedder')!r}, but {embedder_id!r} "
-            "was asked for; rebuild the index or use the same embedder"
-        )
+    return manifest
+
+
+def _read_parts(p: Path, manifest: dict[str, Any]) -> tuple[list[Chunk], Any, Any]:
+    """``(chunks, bm25, dense)`` of the index directory ``p``; ``dense`` is None while the
+    dense part is pending (``--dense later``) or absent.
+
+    Raises:
+        IndexLoadError: A part is missing or corrupt, the parts' counts disagree, or a chunk's
+            id or previous-chunk link is inconsistent.
+    """
+    import bm25s
+    import faiss
+
     pending = manifest.get("dense") in ("pending", "none") and not (p / DENSE).exists()
     for name in (CHUNKS, BM25_DIR) if pending else (CHUNKS, DENSE, BM25_DIR):
         if not (p / name).exists():
@@ -143,7 +163,7 @@ def _load_resolved(
         )
         if c.chunk_id != i or not prev_ok:
             raise IndexLoadError(f"{p}: {CHUNKS} row {i} is inconsistent; rebuild the index")
-    return ChunkIndex(path=p, manifest=manifest, chunks=chunks, bm25=bm25, dense=dense)
+    return chunks, bm25, dense
 
 
 @functools.cache
@@ -151,5 +171,8 @@ def _warn_normalization(index: str, built: str) -> None:
     log.warning(
         "%s was built with text normalisation %s, this kbqa uses %s: words written with the "
         "legacy khanda-ta (ত্ + ZWJ) will not match until it is rebuilt: `kbqa index KB --out %s`",
-        index, built, TEXT_NORMALIZATION, index,
-    )  # fmt: skip
+        index,
+        built,
+        TEXT_NORMALIZATION,
+        index,
+    )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -22,6 +21,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import ConfigDict, PrivateAttr
 
 from kbqa.errors import ModelError
+from kbqa.interrupts import deferred_interrupt
 from kbqa.llm import llama_compat
 from kbqa.llm.grounding import SpanConstraint
 from kbqa.llm.threshold import AbstentionThreshold, PhraseTokens, core, phrase_tokens
@@ -48,29 +48,6 @@ def quiet_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-@contextlib.contextmanager
-def deferred_interrupt() -> Iterator[None]:
-    """Hold a Ctrl-C (SIGINT) that arrives during the block and raise it as
-    :class:`KeyboardInterrupt` when the block ends.
-
-    llama.cpp calls back into Python (its log callback) while it loads a model; a
-    ``KeyboardInterrupt`` raised inside a ctypes callback is printed and discarded, so a Ctrl-C
-    during the load was lost and the command went on to answer. Outside the main thread
-    (signals only reach it) the block runs unchanged.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt
-
-
 def open_llama(
     path: str | Path,
     *,
@@ -93,6 +70,8 @@ def open_llama(
     llama_compat.install()  # long Bangla tokens must not vanish from the answer
     try:
         # llama.cpp prints context notes to stderr even when not verbose; keep the CLI quiet.
+        # llama.cpp calls back into Python (its log callback) while it loads a model; a
+        # KeyboardInterrupt raised inside a ctypes callback is printed and discarded
         with deferred_interrupt(), quiet_stderr():
             return Llama(
                 model_path=str(path),

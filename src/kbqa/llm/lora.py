@@ -137,8 +137,9 @@ def load_adapter(spec: str) -> Adapter:
         log.warning(
             "%s has no %s: its serving settings (the abstention threshold) are unknown, so it "
             "is served with threshold 0 (greedy) unless --abstention-threshold is given",
-            path.parent, MANIFEST_FILE,
-        )  # fmt: skip
+            path.parent,
+            MANIFEST_FILE,
+        )
     style = text(KV_PROMPT_STYLE) or "tuned"
     rank = min((int(min(t.shape)) for t in reader.tensors if t.name.endswith(".lora_a")), default=0)
     check_manifest(manifest, manifest_path, base_sha256=base, prompt_style=style, rank=rank)

@@ -11,9 +11,6 @@
   more tokens per Bangla character than Gemma.
 - any path to a local ``.gguf`` file (ChatML if its metadata has a chat template, else plain text).
 - ``fake/<script>``: deterministic scripted model for tests (see :mod:`kbqa.llm.fake`).
-
-Length: the model registry, assembling a model from its packages and loading it share the cache and
-the checksums.
 """
 
 from __future__ import annotations
@@ -293,8 +290,11 @@ def check_role(role: object, serving: str, where: str) -> None:
     Raises:
         ModelError: Naming the adapter, its role and the flag that serves it.
     """
-    flag = {"reader": "--reader-adapter", "verifier": "--verifier-adapter",
-            "reranker": "--reranker"}  # fmt: skip
+    flag = {
+        "reader": "--reader-adapter",
+        "verifier": "--verifier-adapter",
+        "reranker": "--reranker",
+    }
     if role not in ADAPTER_ROLES:
         raise ModelError(
             f"{where}: its {MANIFEST_FILE} names the role {role!r}, which kbqa does not know "
@@ -329,9 +329,12 @@ def resolve_adapter(
     check_base(found, name, base_sha)
     named = MODELS.get(str(found.manifest.get("base_model", "")))
     if named is not None and named.sha256 and named.sha256 != found.base_sha256:
-        refuse_manifest(found.path.parent / MANIFEST_FILE, "base_model",
-                        found.manifest["base_model"],
-                        f"a base with sha256 {found.base_sha256[:12]}...")  # fmt: skip
+        refuse_manifest(
+            found.path.parent / MANIFEST_FILE,
+            "base_model",
+            found.manifest["base_model"],
+            f"a base with sha256 {found.base_sha256[:12]}...",
+        )
     base_file = _assembled(spec) if spec else Path(name).expanduser()
     if base_file is not None and base_file.is_file():  # (a base not assembled yet: checked
         # when it loads)

@@ -46,6 +46,7 @@ from pydantic import ConfigDict, PrivateAttr
 from kbqa.errors import KBQAError, ModelError
 from kbqa.llm.chat import stream_chunks
 from kbqa.llm.deadline import DeadlineTransport
+from kbqa.llm.endpoint import check_llm_url, served_models
 from kbqa.llm.threshold import PhraseTokens, begins, core, ends_empty, phrase_tokens
 from kbqa.prompts.answer import PLAIN_STYLES, prompt_text
 from kbqa.prompts.budget import count_prompt_tokens
@@ -59,45 +60,6 @@ anyway: each costs one request."""
 GREEDY = {"top_k": 1, "repeat_penalty": 1.0}
 """Sampling fields beyond the OpenAI API (llama.cpp's; vLLM reads ``top_k`` and ignores the
 other) that make the server decode as kbqa does in process."""
-
-
-def check_llm_url(url: str) -> None:
-    """Raises ValueError unless ``url`` is an ``http(s)://HOST:PORT/...`` base URL."""
-
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError) as exc:
-        raise ValueError(f"llm_url {url!r} is not a URL ({exc})") from None
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ValueError(
-            f"llm_url must be an http(s) URL of an OpenAI-compatible server, such as "
-            f"http://127.0.0.1:8000/v1; got {url!r}"
-        )
-
-
-def served_models(url: str, timeout: float = 10.0) -> list[str]:
-    """The model names an OpenAI-compatible server lists at ``{url}/models``.
-
-    Raises:
-        ModelError: The server cannot be reached, answers with an HTTP error (a 404 says the
-            URL may lack ``/v1``), or does not answer as an OpenAI-compatible server.
-    """
-
-    try:
-        response = httpx.get(url.rstrip("/") + "/models", timeout=timeout)
-        response.raise_for_status()
-        return [str(m["id"]) for m in response.json()["data"]]
-    except httpx.HTTPStatusError as exc:
-        code = exc.response.status_code
-        hint = "; does the URL need to end in /v1?" if code == 404 else ""
-        raise ModelError(f"the LLM server at {url} answered {code} at /models{hint}") from None
-    except httpx.HTTPError as exc:
-        raise ModelError(f"the LLM server at {url} cannot be reached ({exc})") from None
-    except (ValueError, KeyError, TypeError):
-        raise ModelError(
-            f"{url}/models did not answer as an OpenAI-compatible server; give the base URL "
-            "that ends in /v1"
-        ) from None
 
 
 class ServerChatModel(BaseChatModel):
@@ -395,7 +357,8 @@ def load_server_chat_model(
     }
     # one deadline for the whole request, streaming included: httpx's timeout is per read, and
     # a server that sends keep-alive comments every few seconds would never reach it
-    common["http_client"] = httpx.Client(transport=DeadlineTransport(model.timeout),
-                                         timeout=model.timeout)  # fmt: skip
+    common["http_client"] = httpx.Client(
+        transport=DeadlineTransport(model.timeout), timeout=model.timeout
+    )
     model._client = OpenAI(**common) if style in PLAIN_STYLES else ChatOpenAI(**common)
     return model

@@ -18,8 +18,19 @@ from kbqa.nodes.retry import retry
 from kbqa.nodes.verify import verify
 from kbqa.nodes.web_search import web_search
 
-NODES = (classify, retrieve, generate, check_abstention, cross_check, retry, verify, fallback,
-         web_search, extract, finalize)  # fmt: skip
+NODES = (
+    classify,
+    retrieve,
+    generate,
+    check_abstention,
+    cross_check,
+    retry,
+    verify,
+    fallback,
+    web_search,
+    extract,
+    finalize,
+)
 """Every node, in pipeline order; :func:`kbqa.graph.build_graph` adds each under its function's
 name, so a new node is one module, one entry here and its edges in the graph."""
 

@@ -34,9 +34,15 @@ def classify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     standalone = standalone_question(
         question,
         language,
-        LastTurn(last["question"], "" if last["abstained"] else last["answer"],
-                 last["question_type"], last["title"]) if last else None,
-    )  # fmt: skip
+        LastTurn(
+            last["question"],
+            "" if last["abstained"] else last["answer"],
+            last["question_type"],
+            last["title"],
+        )
+        if last
+        else None,
+    )
     rewritten = standalone != question
     # a follow-up keeps its own type: the referent put in may hold a question word of its own
     own_type = question_type(question)

@@ -68,8 +68,11 @@ def node(name: str) -> Callable[[NodeFn], NodeFn]:
             route = list(update.get("route", []))
             reset = route[:1] if route[:1] == [RESET] else []
             done = visited(name, started, *route[len(reset) :])
-            return {**update, "route": [*reset, *done["route"]],
-                    "timings": [*reset, *done["timings"]]}  # fmt: skip
+            return {
+                **update,
+                "route": [*reset, *done["route"]],
+                "timings": [*reset, *done["timings"]],
+            }
 
         return cast(NodeFn, run)
 
@@ -89,8 +92,9 @@ def fail_soft(node: str, failed: str, error_field: str | None = None) -> Callabl
             try:
                 return fn(state, runtime)
             except Exception as exc:  # any failure of an optional stage is soft
-                log.warning("%s failed, keeping the answer so far: %s: %s", node,
-                            type(exc).__name__, exc)  # fmt: skip
+                log.warning(
+                    "%s failed, keeping the answer so far: %s: %s", node, type(exc).__name__, exc
+                )
                 update = on_route(failed)
                 if error_field:
                     update[error_field] = f"{type(exc).__name__}: {exc}"

@@ -32,16 +32,20 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     records = state.get("retrieved", [])
     passages = chunk_passages(chunks_of(ctx), records)
     if not passages:  # nothing retrieved: nothing to read, so nothing to ask the reader
-        return {"raw_answer": ctx.abstention_phrase, "context_chunk_ids": [],
-                **on_route("generate: no context")}  # fmt: skip
+        return {
+            "raw_answer": ctx.abstention_phrase,
+            "context_chunk_ids": [],
+            **on_route("generate: no context"),
+        }
     try:
         reading = answer_state(state, ctx, passages)
         raw, kept = reading.raw, reading.kept
     except ValueError:
         raise  # the question does not fit the context window: the caller's to fix
     except Exception as exc:  # the model failed at run time: the extractor answers instead
-        log.warning("LLM failed, answering with the pattern extractor: %s: %s",
-                    type(exc).__name__, exc)  # fmt: skip
+        log.warning(
+            "LLM failed, answering with the pattern extractor: %s: %s", type(exc).__name__, exc
+        )
         return {"llm_error": f"{type(exc).__name__}: {exc}"}
     update: dict[str, Any] = {
         "raw_answer": raw,

@@ -40,8 +40,10 @@ def verify(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     chunks = chunks_of(ctx)
     given = state.get("context_chunk_ids", [])
     rank = {r["chunk_id"]: r["rank"] for r in state.get("retrieved", [])}
-    passages = [(rank.get(c, i), Passage(chunks[c].title, chunks[c].text))
-                for i, c in enumerate(given, start=1)]  # fmt: skip
+    passages = [
+        (rank.get(c, i), Passage(chunks[c].title, chunks[c].text))
+        for i, c in enumerate(given, start=1)
+    ]
     candidate = state.get("answer", ctx.abstention_phrase)
     hint = typed_hint(
         state["question"],

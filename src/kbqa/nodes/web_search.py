@@ -58,10 +58,15 @@ def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     update |= stage_answer("web_search", answer, abstained)
     if not abstained:
         sources: list[Source] = [
-            {"doc_id": results[i]["url"], "title": results[i]["title"], "url": results[i]["url"],
-             "chunk_id": -1, "score": 0.0}
+            {
+                "doc_id": results[i]["url"],
+                "title": results[i]["title"],
+                "url": results[i]["url"],
+                "chunk_id": -1,
+                "score": 0.0,
+            }
             for i in kept
-        ]  # fmt: skip
+        ]
         update |= {
             "answer": answer,
             "abstained": False,

@@ -28,12 +28,13 @@ import regex
 FIELDS = ("question", "answer", "context", "প্রশ্ন", "উত্তর", "প্রসঙ্গ")
 """The prompt's field names (``kbqa.prompts.answer``), English and Bangla."""
 
-_FIELD = r"(?:question|answer|context|প্রশ্ন|উত্তর|প্রসঙ্গ)\s*[:：]"
+_FIELD = r"(?:" + "|".join(FIELDS) + r")\s*[:：]"
 _FIELD_LED = regex.compile(r"^\W*(?:" + _FIELD + r"|(?:q|a|প্র|উ)\s*[:：])", regex.I)
 """A sentence that begins with a field name, or its one-letter form (``Q:``, ``A:``, ``প্র:``,
 ``উ:``), and a colon."""
-_FIELD_INSIDE = regex.compile(r"(?<![\p{L}\p{M}])(question|answer|context|প্রশ্ন|উত্তর|প্রসঙ্গ)\s*[:：]",
-                              regex.I)  # fmt: skip
+_FIELD_INSIDE = regex.compile(
+    r"(?<![\p{L}\p{M}])(question|answer|context|প্রশ্ন|উত্তর|প্রসঙ্গ)\s*[:：]", regex.I
+)
 INSTRUCTION = regex.compile(
     r"(?<![\p{L}\p{M}])(?:"
     r"(?:system|developer|assistant)\s+(?:instruction|prompt|message|override)s?"

@@ -94,8 +94,7 @@ class SentenceReranker:
                 "SentenceReranker.score takes a question and (title, text) passages as strings"
             )
         query = set(with_ngrams(tokenize(question)))
-        sentences = [[Counter(with_ngrams(tokenize(s))) for s in split_sentences(t)]
-                     for t in texts]  # fmt: skip
+        sentences = [[Counter(with_ngrams(tokenize(s))) for s in split_sentences(t)] for t in texts]
         flat = [s for ss in sentences for s in ss]
         if not query or not flat:
             return [0.0] * len(passages)

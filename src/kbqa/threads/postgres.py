@@ -37,12 +37,27 @@ LANGGRAPH_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 migrations 1 to 3 create them."""
 LANGGRAPH_COLUMNS = {
     "checkpoint_migrations": ("v",),
-    "checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id",
-                    "type", "checkpoint", "metadata"),
+    "checkpoints": (
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "parent_checkpoint_id",
+        "type",
+        "checkpoint",
+        "metadata",
+    ),
     "checkpoint_blobs": ("thread_id", "checkpoint_ns", "channel", "version", "type", "blob"),
-    "checkpoint_writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx",
-                          "channel", "type", "blob"),
-}  # fmt: skip
+    "checkpoint_writes": (
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "task_id",
+        "idx",
+        "channel",
+        "type",
+        "blob",
+    ),
+}
 """The columns ``PostgresSaver``'s migrations create (``langgraph.checkpoint.postgres.base.
 MIGRATIONS``), which its queries read; ``checkpoint_writes.task_path`` comes from a later
 migration that adds it where it is missing."""
@@ -134,12 +149,19 @@ def connect_problem(exc: Exception, hidden: Iterable[str] = ()) -> str:
     low = text.lower()
     if re.search(r'database ".*" does not exist', low):
         return f"the database does not exist ({detail}); create it first (createdb)"
-    if any(s in low for s in ("authentication failed", "no password supplied", "pg_hba.conf",
-                              "role \"")):  # fmt: skip
+    if any(
+        s in low for s in ("authentication failed", "no password supplied", "pg_hba.conf", 'role "')
+    ):
         return f"authentication failed ({detail}); check the user and password in the URL"
-    unreachable = ("connection refused", "could not connect", "timeout expired",
-                   "failed to resolve", "no route to host", "network is unreachable",
-                   "could not translate host")  # fmt: skip
+    unreachable = (
+        "connection refused",
+        "could not connect",
+        "timeout expired",
+        "failed to resolve",
+        "no route to host",
+        "network is unreachable",
+        "could not translate host",
+    )
     if any(s in low for s in unreachable):
         return f"the server is not reachable ({detail}); is PostgreSQL running and listening there?"
     return f"cannot connect ({detail})"

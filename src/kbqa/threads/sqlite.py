@@ -156,8 +156,9 @@ def open_db(db: Path) -> sqlite3.Connection:
     if db.is_file() and db.stat().st_size:
         try:  # a file: URI of the resolved path (a path beginning // is not a URI authority)
             probe = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
-            tables = {r[0] for r in probe.execute("select name from sqlite_master "
-                                                  "where type='table'")}  # fmt: skip
+            tables = {
+                r[0] for r in probe.execute("select name from sqlite_master where type='table'")
+            }
             columns = {r[1] for r in probe.execute("pragma table_info(checkpoints)")}
             probe.close()
         except sqlite3.DatabaseError as exc:

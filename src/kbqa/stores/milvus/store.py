@@ -23,13 +23,10 @@ vocabulary in Milvus, where a server's clients can read it.
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
 import logging
 import re
-import signal
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +34,7 @@ from typing import Any
 from kbqa.embedders.static import STATIC_DIR
 from kbqa.errors import IndexLoadError
 from kbqa.index import MANIFEST, ChunkIndex, load_index
+from kbqa.interrupts import deferred_interrupt
 from kbqa.stores.milvus.sparse import EMPTY_TERM, check_bm25, document_rows
 from kbqa.stores.milvus.uri import MilvusStore, connect, held_milvus_log, lite_writer_lock
 
@@ -106,23 +104,8 @@ def write_store(
             except MilvusException as exc:
                 raise IndexLoadError(f"{store}: Milvus refused the write: {exc}") from None
             finally:
-                with _sigint_held():
+                with deferred_interrupt(reraise=False):
                     client.close()
-
-
-@contextlib.contextmanager
-def _sigint_held() -> Iterator[None]:
-    """Ctrl-C deferred (in the main thread) while the block runs: the clean-up of an
-    interrupted write drops the collections it made, and a second Ctrl-C would leave them."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _load_checked(index_dir: str | Path) -> tuple[dict[str, Any], dict[str, ChunkIndex]]:
@@ -206,7 +189,7 @@ def _write_all(
         for name in made:
             client.flush(_pending(name))
     except BaseException:  # a refusal or Ctrl-C: the old collections are untouched
-        with _sigint_held():  # a second Ctrl-C must not cut the clean-up short
+        with deferred_interrupt(reraise=False):  # a second Ctrl-C must not cut the clean-up short
             for name in made:
                 try:
                     client.drop_collection(_pending(name))

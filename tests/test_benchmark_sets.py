@@ -176,3 +176,45 @@ def test_trap_and_unanswerable_doc_ids_exist(
     lured = [(q.qid.split("-")[1], q) for q in traps]
     missing = [q.qid for lang, q in unanswerable + lured if q.doc_id not in kbs[lang]]
     assert not missing, missing
+
+
+# --- the follow-up conversations -------------------------------------------------------------
+
+CONVERSATIONS = SETS / "followup_conversations.jsonl"
+CONVERSATION_QUESTIONS = {
+    "bn": Path("bn/banglarqa_validation.qa.jsonl"),
+    "en": Path("en/xquad/qa.jsonl"),
+}
+
+
+def test_conversations_hold_ids_and_short_names_only() -> None:
+    """At least 40 conversations, 20 a language; no question text in the file (the
+    questions are read from shared/data, whose licences forbid copying them)."""
+    rows = _raw(CONVERSATIONS)
+    fields = {"id", "language", "first", "second", "mention", "pronoun", "entity"}
+    assert all(set(r) == fields for r in rows)
+    assert len({r["id"] for r in rows}) == len(rows) >= 40
+    by_language = Counter(r["language"] for r in rows)
+    assert set(by_language) == {"bn", "en"} and min(by_language.values()) >= 20
+    for r in rows:
+        assert r["id"].startswith(r["language"] + "-")
+        assert r["entity"] and all(len(e) <= 40 for e in r["entity"])
+        assert len(r["mention"]) <= 60 and len(r["pronoun"]) <= 12
+        assert not r["mention"].rstrip().endswith("?")  # a name, not a question
+
+
+def test_conversations_point_at_two_answerable_questions_of_one_page() -> None:
+    data = data_dir()
+    if data is None:
+        pytest.skip("real data not found: set KBQA_DATA_DIR or place shared/data beside the repo")
+    questions = {
+        lang: {q.qid: q for q in load_questions(data / path)}
+        for lang, path in CONVERSATION_QUESTIONS.items()
+    }
+    for r in _raw(CONVERSATIONS):
+        first, second = questions[r["language"]][r["first"]], questions[r["language"]][r["second"]]
+        assert first.answerable and second.answerable and second.answers, r["id"]
+        assert first.doc_id == second.doc_id and first.qid != second.qid, r["id"]
+        assert r["mention"] in second.question, r["id"]
+        followup = second.question.replace(r["mention"], r["pronoun"], 1)
+        assert not any(e in followup for e in r["entity"] if e not in r["pronoun"]), r["id"]

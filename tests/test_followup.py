@@ -128,6 +128,15 @@ def test_followups_a_break_it_trial_broke() -> None:
     )
 
 
+def test_a_word_written_with_a_zero_width_joiner_stays_one_word() -> None:
+    """Found on the follow-up conversations (benchmarks/followup_answers.py): a name with a
+    ZWNJ came back with a space in its place, so the rewrite asked about another word."""
+    rab = LastTurn("র\u200d্যাবের সদর দপ্তর কোথায়?", "ঢাকা", "location", "বাংলাদেশ")
+    assert standalone_question("এটি কবে গঠিত হয়?", "bn", rab) == "র\u200d্যাব কবে গঠিত হয়?"
+    utsab = LastTurn("উদ্\u200cযাপন কমিটির প্রধান কে?", "রহিম", "person", "উৎসব")
+    assert "উদ্\u200cযাপন কমিটি" in standalone_question("এর সদস্য কতজন?", "bn", utsab)
+
+
 def test_a_followup_keeps_its_own_question_type() -> None:
     """The rewrite must not change a "where" question's type: the answer put in for "তিনি" may
     hold a question word of its own (``কে এম`` is the initials K. M.)."""

@@ -254,3 +254,38 @@ def test_a_bad_file_is_named_escaped(tmp_path: Path) -> None:
         list(load_documents(folder))
     assert "evil\\x1b[31mRED\\x07.txt: a binary file" in str(err.value)
     assert "\x1b" not in str(err.value) and "\x07" not in str(err.value)
+
+
+PAGE = (
+    "<html><head><title>{title}</title></head><body>"
+    "<nav><a href='/'>Home</a> | <a href='/about'>About us</a></nav>"
+    "<main><p>{body}</p><p>It holds a weekly market on Fridays near the river bank.</p></main>"
+    "<footer>Copyright 2024 Sonapur Society. All rights reserved.</footer></body></html>"
+)
+
+
+def test_a_lone_html_page_is_read_without_its_navigation_and_footer(tmp_path: Path) -> None:
+    """Issue 36: one page shows no recurring block for the index to remove, so a lone page
+    (a file, or a folder's only page) is read for its main content."""
+    body = "Sonapur is a village in Noakhali district; its school was founded in 1921."
+    page = tmp_path / "kb" / "sonapur.html"
+    page.parent.mkdir()
+    page.write_text(PAGE.format(title="Sonapur Village", body=body), encoding="utf-8")
+    (tmp_path / "kb" / "notes.txt").write_text("plain notes", encoding="utf-8")
+    in_folder = [d for d in load_documents(tmp_path / "kb") if d.doc_id == "sonapur.html"]
+    for docs in (list(load_documents(page)), in_folder):
+        (doc,) = docs
+        assert doc.title == "Sonapur Village"
+        assert body in doc.text and "weekly market" in doc.text
+        assert "About us" not in doc.text and "Copyright" not in doc.text
+
+
+def test_pages_of_a_folder_keep_their_recurring_blocks_for_the_index(tmp_path: Path) -> None:
+    """Two pages or more: their visible text, navigation included, as crawled pages are read;
+    the index's boilerplate pass removes what recurs (kbqa.corpus.boilerplate)."""
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.html").write_text(
+            PAGE.format(title=name, body=f"Page {name} is about a village."), encoding="utf-8"
+        )
+    docs = list(load_documents(tmp_path))
+    assert len(docs) == 2 and all("About us" in d.text and "Copyright" in d.text for d in docs)

@@ -64,6 +64,7 @@ def test_an_answer_streams_with_its_progress_sources_and_thread(client: TestClie
     assert source["url"].startswith("/passage/main/")  # no URL of its own: the passage page
     passage = client.get(source["url"], params={"mark": source["sentence"]})
     assert passage.status_code == 200 and f"<mark>{source['sentence']}</mark>" in passage.text
+    assert f"<h1>{source['title']}</h1>" in passage.text  # the page it is a passage of
 
 
 def test_a_follow_up_in_the_thread_and_the_thread_resumed(client: TestClient) -> None:

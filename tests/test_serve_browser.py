@@ -74,12 +74,16 @@ def test_a_client_gone_mid_answer_does_not_hang_the_server(
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
-def test_ask_see_sources_follow_a_link_and_resume_a_thread(served: str) -> None:
+def test_ask_see_sources_follow_a_link_and_resume_a_thread(served: str, tmp_path: Path) -> None:
+    """The steps of issue 36 item 2, with a screenshot of each (PNG) in ``$KBQA_SCREENSHOTS``
+    (``docs/screenshots`` holds the committed ones) or the test's temporary folder."""
     sync_api = pytest.importorskip("playwright.sync_api")
+    shots = Path(os.environ.get("KBQA_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                      args=["--no-sandbox"])  # fmt: skip
-        page = browser.new_page()
+        page = browser.new_page(viewport={"width": 1000, "height": 700})
         page.goto(served)
         page.fill("#question", "রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?")
         page.click("button[type=submit]")
@@ -90,11 +94,13 @@ def test_ask_see_sources_follow_a_link_and_resume_a_thread(served: str) -> None:
         source = page.locator(".sources a.source").first
         assert source.inner_text() == "রবীন্দ্রনাথ ঠাকুর"
         assert "১৯১৩" in page.locator(".sources .sentence mark").first.inner_text()
+        page.screenshot(path=shots / "serve-answer.png", full_page=True)
         with page.context.expect_page() as opened:
             source.click()
         passage = opened.value
         passage.wait_for_load_state()
         assert "১৯১৩" in passage.locator("mark").inner_text()
+        passage.screenshot(path=shots / "serve-passage.png")
 
         thread = page.locator("#thread").inner_text()
         assert thread and thread != "(new)" and f"thread={thread}" in page.url
@@ -104,6 +110,7 @@ def test_ask_see_sources_follow_a_link_and_resume_a_thread(served: str) -> None:
         second = page.locator(".turn").nth(1)
         assert second.locator(".answer").inner_text() == "কলকাতায়"
         assert "রবীন্দ্রনাথ ঠাকুর কোথায়" in second.locator(".note").first.inner_text()
+        page.screenshot(path=shots / "serve-follow-up.png", full_page=True)
 
         resumed = browser.new_page()
         resumed.goto(f"{served}#thread={thread}")
@@ -111,3 +118,5 @@ def test_ask_see_sources_follow_a_link_and_resume_a_thread(served: str) -> None:
         answers = resumed.locator(".turn .answer").all_inner_texts()
         assert answers == ["১৯১৩", "কলকাতায়"]
         browser.close()
+    for name in ("serve-answer.png", "serve-passage.png", "serve-follow-up.png"):
+        assert (shots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name

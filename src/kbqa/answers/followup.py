@@ -52,11 +52,13 @@ WHICH = {"bn": {"কোন"}, "en": {"which", "what"}}  # not কোনো ("any
 """Words before the noun a question asks for (``কোন জাদুঘরে``, ``which museum``)."""
 _EN_ENDING = regex.compile(r"(?:'s|s'|es|s)$")
 LEADING = regex.compile(r"^\s*(?:আর|এবং|and|what about|how about)\b[\s,]*", regex.I)
-_WORD = regex.compile(r"[\p{L}\p{M}']+")
+_WORD = regex.compile(r"[\p{L}\p{M}\u200c\u200d']+")
+"""A word: letters, marks and the zero-width (non-)joiners Bangla writes inside words
+(``র\u200d্যাব``, ``হরাইজন্\u200cস``), which must not split one."""
 _DET_NOUN = {
     lang: regex.compile(
         r"(?P<det>" + "|".join(sorted(words, key=len, reverse=True)) + r")\s+"
-        r"(?P<noun>[\p{L}\p{M}']+)|[\p{L}\p{M}']+",
+        r"(?P<noun>[\p{L}\p{M}\u200c\u200d']+)|[\p{L}\p{M}\u200c\u200d']+",
         regex.I,
     )
     for lang, words in DEMONSTRATIVE.items()

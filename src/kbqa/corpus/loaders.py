@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,12 @@ from kbqa.corpus.formats import (
     pdf_to_text,
 )
 from kbqa.corpus.html import decode_html, html_to_text
+from kbqa.corpus.wikidump import DUMP_SUFFIXES
 from kbqa.errors import InputError
 from kbqa.text import escape_controls, is_blank
 
-FOLDER_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx")
+HTML_SUFFIXES = (".html", ".htm")
+FOLDER_SUFFIXES = (".txt", ".md", ".markdown", *HTML_SUFFIXES, ".pdf", ".docx")
 KINDS = ".txt, .md, .html, .pdf or .docx"
 
 
@@ -45,9 +47,11 @@ def load_documents(
     Args:
         path: A ``.jsonl`` file, a MediaWiki XML dump (``.xml`` / ``.xml.bz2``, see
             :mod:`kbqa.corpus.wikidump`), a folder holding ``.txt`` / ``.md`` / ``.html`` /
-            ``.pdf`` / ``.docx`` files (searched recursively; HTML is converted to text with
-            trafilatura, Markdown has its markup removed and its first heading as title, PDF
-            and DOCX need the ``docs`` extra), or one such file.
+            ``.pdf`` / ``.docx`` files (searched recursively; HTML pages become their visible
+            text, as crawled pages do, whose blocks recurring across pages the index removes,
+            but a lone HTML page its main content, by trafilatura, since one page shows no
+            recurring block; Markdown has its markup removed and its first heading as title;
+            PDF and DOCX need the ``docs`` extra), or one such file.
         skip_bad_lines: Log and skip a malformed JSON Lines line, or a folder file that cannot
             be read or is not text, instead of raising.
         skipped: When given, the message of each skipped line, file or symbolic link (never
@@ -68,9 +72,14 @@ def load_documents(
     if not p.exists():
         raise InputError(f"knowledge base not found: {p}")
     if p.is_dir():
-        yield from _load_folder(p, skip_bad_lines=skip_bad_lines, skipped=skipped, warn=warn,
-                                allow_hard_links=allow_hard_links)  # fmt: skip
-    elif p.name.lower().endswith((".xml", ".xml.bz2")):
+        yield from _load_folder(
+            p,
+            skip_bad_lines=skip_bad_lines,
+            skipped=skipped,
+            warn=warn,
+            allow_hard_links=allow_hard_links,
+        )
+    elif p.name.lower().endswith(DUMP_SUFFIXES):
         from kbqa.corpus.wikidump import iter_dump
 
         yield from iter_dump(p)
@@ -78,9 +87,11 @@ def load_documents(
         yield from _load_jsonl(p, skip_bad_lines=skip_bad_lines, skipped=skipped, warn=warn)
     elif p.suffix.lower() in FOLDER_SUFFIXES:
         if p.suffix.lower() in EXTRA_SUFFIXES and not extra_available(p.suffix.lower()):
-            raise InputError(f"{escape_controls(str(p))}: reading {p.suffix.lower()} files "
-                             f"needs the docs extra: {DOCS_HINT}")  # fmt: skip
-        yield _load_file(p, p.parent)
+            raise InputError(
+                f"{escape_controls(str(p))}: reading {p.suffix.lower()} files "
+                f"needs the docs extra: {DOCS_HINT}"
+            )
+        yield _load_file(p, p.parent, lone_html=True)
     else:
         raise InputError(
             f"{p}: unsupported knowledge-base format {p.suffix!r}; "
@@ -215,35 +226,12 @@ def _load_folder(
         if skipped is not None:
             skipped.append(f"{escape_controls(str(f))}: {detail or reason}")
 
-    files = []
-    for f in sorted(root.rglob("*")):
-        if f.is_dir() and not f.is_symlink():
-            continue
-        if f.is_symlink():
-            target = escape_controls(os.readlink(f))
-            skip(f, "symbolic links (not followed)", f"a symbolic link (to {target}), not followed")
-            continue
-        if f.suffix.lower() not in FOLDER_SUFFIXES:
-            skip(f, f"{f.suffix.lower() or 'no suffix'} files (not {KINDS})")
-            continue
-        if f.suffix.lower() in EXTRA_SUFFIXES and not extra_available(f.suffix.lower()):
-            skip(f, f"{f.suffix.lower()} files ({DOCS_HINT})")
-            continue
-        st = f.lstat()
-        if not stat.S_ISREG(st.st_mode):
-            skip(f, "not regular files (a FIFO, socket or device)")
-        elif st.st_nlink > 1 and not allow_hard_links:
-            skip(f, "hard links (--allow-hard-links reads them)",
-                 f"a hard link ({st.st_nlink} names on this disk: it may be a file from outside "
-                 "the folder), not read; --allow-hard-links reads it")  # fmt: skip
-        elif st.st_size == 0:
-            skip(f, "empty files")
-        else:
-            files.append(f)
+    files = _folder_files(root, skip, allow_hard_links=allow_hard_links)
     read = 0
+    lone_html = sum(f.suffix.lower() in HTML_SUFFIXES for f in files) == 1
     for f in files:
         try:
-            doc = _load_file(f, root)
+            doc = _load_file(f, root, lone_html=lone_html)
         except InputError as exc:
             if not skip_bad_lines:
                 raise InputError(f"{exc} (use --skip-bad-lines to skip it)") from None
@@ -285,7 +273,48 @@ def _name(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _load_file(f: Path, root: Path) -> Document:
+def _folder_files(root: Path, skip: Callable[..., None], *, allow_hard_links: bool) -> list[Path]:
+    """The files of ``root`` (recursively, in path order) that :func:`_load_folder` reads;
+    ``skip(file, reason, detail="")`` is called for each of the others."""
+    files = []
+    for f in sorted(root.rglob("*")):
+        if f.is_dir() and not f.is_symlink():
+            continue
+        if f.is_symlink():
+            target = escape_controls(os.readlink(f))
+            skip(f, "symbolic links (not followed)", f"a symbolic link (to {target}), not followed")
+            continue
+        if f.suffix.lower() not in FOLDER_SUFFIXES:
+            skip(f, f"{f.suffix.lower() or 'no suffix'} files (not {KINDS})")
+            continue
+        if f.suffix.lower() in EXTRA_SUFFIXES and not extra_available(f.suffix.lower()):
+            skip(f, f"{f.suffix.lower()} files ({DOCS_HINT})")
+            continue
+        st = f.lstat()
+        if not stat.S_ISREG(st.st_mode):
+            skip(f, "not regular files (a FIFO, socket or device)")
+        elif st.st_nlink > 1 and not allow_hard_links:
+            skip(
+                f,
+                "hard links (--allow-hard-links reads them)",
+                f"a hard link ({st.st_nlink} names on this disk: it may be a file from outside "
+                "the folder), not read; --allow-hard-links reads it",
+            )
+        elif st.st_size == 0:
+            skip(f, "empty files")
+        else:
+            files.append(f)
+    return files
+
+
+def _load_file(f: Path, root: Path, *, lone_html: bool = False) -> Document:
+    """One file of a folder knowledge base as a document (``doc_id``: its path in ``root``);
+    an HTML file with ``lone_html`` (the knowledge base's only page) is read for its main
+    content, or its visible text when that finds none.
+
+    Raises:
+        InputError: The file cannot be read, is binary or not UTF-8, or a PDF/DOCX is broken.
+    """
     shown = escape_controls(str(f))  # a name with control characters prints on one line
     try:
         data = f.read_bytes()
@@ -300,8 +329,11 @@ def _load_file(f: Path, root: Path) -> Document:
         return Document(doc_id=rel, title=title or _name(f.stem).replace("_", " "), text=text)
     if b"\x00" in data[:8192]:
         raise InputError(f"{shown}: a binary file, not text (it holds NUL bytes)")
-    if f.suffix.lower() in (".html", ".htm"):
-        title, text = html_to_text(decode_html(data))
+    if suffix in HTML_SUFFIXES:
+        page = decode_html(data)
+        title, text = html_to_text(page, "main") if lone_html else ("", "")
+        if is_blank(text):  # not lone, or no main content found (a page of links, say)
+            title, text = html_to_text(page)
         return Document(doc_id=rel, title=title or _name(f.stem), text=text)
     try:
         raw = data.decode("utf-8-sig")

@@ -38,6 +38,7 @@ from importlib import resources
 from typing import Any
 
 from kbqa.context import Context
+from kbqa.corpus.chunking import Chunk
 
 LOOPBACK = "127.0.0.1"
 MAX_BODY_BYTES = 64 * 1024
@@ -59,12 +60,14 @@ def answer_payload(out: dict[str, Any], sentence_of: Any) -> dict[str, Any]:
     sources = []
     for src in out.get("sources", []):
         index = out.get("context_index") or "main"
-        sources.append({
-            "title": src.get("title") or src.get("doc_id", ""),
-            "doc_id": src.get("doc_id", ""),
-            "url": src.get("url") or f"/passage/{index}/{src.get('chunk_id', -1)}",
-            "sentence": sentence_of(src),
-        })  # fmt: skip
+        sources.append(
+            {
+                "title": src.get("title") or src.get("doc_id", ""),
+                "doc_id": src.get("doc_id", ""),
+                "url": src.get("url") or f"/passage/{index}/{src.get('chunk_id', -1)}",
+                "sentence": sentence_of(src),
+            }
+        )
     return {
         "answer": str(out.get("answer", "")),
         "abstained": bool(out.get("abstained")),
@@ -138,10 +141,16 @@ class ChatService:
                     if event.kind == "token":
                         yield {"event": "token", "node": event.node, "text": event.text}
                     elif event.kind == "node":
-                        route = [r for r in event.update.get("route", [])[1:]
-                                 if isinstance(r, str) and ":" in r]  # fmt: skip
-                        yield {"event": "node", "node": event.node,
-                               "line": " ".join(route) or event.node}  # fmt: skip
+                        route = [
+                            r
+                            for r in event.update.get("route", [])[1:]
+                            if isinstance(r, str) and ":" in r
+                        ]
+                        yield {
+                            "event": "node",
+                            "node": event.node,
+                            "line": " ".join(route) or event.node,
+                        }
                     elif event.answer is not None:
                         out = event.answer.output
                         payload = answer_payload(out, lambda src, out=out: self.sentence(out, src))
@@ -154,23 +163,24 @@ class ChatService:
         from kbqa.answers.extract import sentences
         from kbqa.answers.snap import grounded
 
-        text = self.chunk_text(out.get("context_index") or "main", int(src.get("chunk_id", -1)))
+        chunk = self.chunk(out.get("context_index") or "main", int(src.get("chunk_id", -1)))
+        text = chunk.text if chunk is not None else ""
         if out.get("abstained") or not text:
             return ""
         answer = str(out.get("answer", ""))
         return next((s.strip() for s in sentences(text) if grounded(answer, [s])), "")
 
-    def chunk_text(self, index: str, chunk_id: int) -> str:
-        """The text of chunk ``chunk_id`` of the run's index (``main``) or its ``precision``
-        sub-index ("" when there is no such chunk)."""
+    def chunk(self, index: str, chunk_id: int) -> Chunk | None:
+        """Chunk ``chunk_id`` of the run's index (``main``) or its ``precision`` sub-index
+        (None when there is no such chunk)."""
         from kbqa.errors import KBQAError
         from kbqa.resources import retriever_for
 
         try:
             chunks = retriever_for(self.ctx, None if index == "main" else index).chunks
         except KBQAError:  # an index without that sub-index
-            return ""
-        return chunks[chunk_id].text if 0 <= chunk_id < len(chunks) else ""
+            return None
+        return chunks[chunk_id] if 0 <= chunk_id < len(chunks) else None
 
 
 def create_app(service: ChatService) -> Any:
@@ -214,28 +224,37 @@ def create_app(service: ChatService) -> Any:
                 kind = event.pop("event")
                 yield f"event: {kind}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache"})  # fmt: skip
+        return StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+        )
 
     # plain functions: Starlette runs them in its thread pool, off the event loop
     def history(request: Request) -> JSONResponse:
         return JSONResponse(service.history(request.path_params["thread"]))
 
     def passage(request: Request) -> HTMLResponse:
-        index, chunk = request.path_params["index"], request.path_params["chunk_id"]
-        text = service.chunk_text(index, chunk) if index in ("main", "precision") else ""
-        if not text:
+        index, chunk_id = request.path_params["index"], request.path_params["chunk_id"]
+        chunk = service.chunk(index, chunk_id) if index in ("main", "precision") else None
+        if chunk is None or not chunk.text:
             return HTMLResponse("<p>no such passage</p>", 404)
         mark = request.query_params.get("mark", "")
-        shown = html.escape(text)
+        shown = html.escape(chunk.text)
         if mark and html.escape(mark) in shown:
             shown = shown.replace(html.escape(mark), f"<mark>{html.escape(mark)}</mark>", 1)
-        return HTMLResponse(f"<!doctype html><meta charset='utf-8'><title>passage {chunk}"
-                            f"</title><p style='white-space:pre-wrap'>{shown}</p>")  # fmt: skip
+        title = html.escape(chunk.title or f"passage {chunk_id}")
+        link = f"<p><a href='{html.escape(chunk.url)}'>{html.escape(chunk.url)}</a></p>"
+        return HTMLResponse(
+            f"<!doctype html><meta charset='utf-8'><title>{title}</title>"
+            "<body style='font-family:sans-serif;max-width:50em;margin:2em auto'>"
+            f"<h1>{title}</h1>{link if chunk.url else ''}"
+            f"<p style='white-space:pre-wrap'>{shown}</p></body>"
+        )
 
-    return Starlette(routes=[
-        Route("/", index),
-        Route("/api/ask", ask, methods=["POST"]),
-        Route("/api/threads/{thread:path}", history),  # a thread id may hold "/"
-        Route("/passage/{index}/{chunk_id:int}", passage),
-    ])  # fmt: skip
+    return Starlette(
+        routes=[
+            Route("/", index),
+            Route("/api/ask", ask, methods=["POST"]),
+            Route("/api/threads/{thread:path}", history),  # a thread id may hold "/"
+            Route("/passage/{index}/{chunk_id:int}", passage),
+        ]
+    )

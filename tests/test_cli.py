@@ -463,6 +463,20 @@ def test_continue_and_dense_later_option_errors(tmp_path: Path, kb_file: Path) -
     assert code == 2 and "--dense later needs a dense embedder" in text
     code, text = run("index", "--continue", "--out", str(out), "--embedder", "e5")
     assert code == 2 and "--continue takes only --out" in text
+    # a break-it trial: these were ignored, --store with no word that nothing was written
+    for extra in (["--store", "milvus://s.db"], ["--chunk-size", "5"], ["--no-reuse"]):
+        code, text = run("index", "--continue", "--out", str(out), *extra)
+        assert code == 2 and f"--continue takes only --out, not {extra[0]}" in text, extra
+
+
+def test_an_out_uri_is_repeated_as_typed(tmp_path: Path, kb_file: Path) -> None:
+    """A break-it trial: the suggestion read milvus:///kb.db (an absolute path) for
+    milvus://kb.db, and offered an http:// URI to --store, which takes milvus:// only."""
+    code, text = run("index", str(kb_file), "--out", "milvus://kb.db")
+    assert code == 2 and "--out milvus://kb.db is a URI" in text
+    assert "--store milvus://kb.db)" in text
+    code, text = run("index", str(kb_file), "--out", "http://x/y")
+    assert code == 2 and "--out http://x/y is a URI" in text and "--store milvus://kb.db)" in text
 
 
 def test_the_console_script_prints_no_debug_lines_of_bm25s(kb_file: Path, tmp_path: Path) -> None:

@@ -289,3 +289,13 @@ def test_pages_of_a_folder_keep_their_recurring_blocks_for_the_index(tmp_path: P
         )
     docs = list(load_documents(tmp_path))
     assert len(docs) == 2 and all("About us" in d.text and "Copyright" in d.text for d in docs)
+
+
+def test_a_utf16_html_page_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """A break-it trial: browsers read it, but the NUL bytes of UTF-16 had it refused as
+    binary."""
+    page = "<html><head><title>ঢাকা</title></head><body><p>ঢাকা বাংলাদেশের রাজধানী।</p></body></html>"
+    (tmp_path / "a.html").write_bytes(page.encode("utf-16"))  # with its byte-order mark
+    (tmp_path / "b.html").write_bytes(page.replace("ঢাকা", "খুলনা").encode("utf-16"))
+    docs = {d.doc_id: d for d in load_documents(tmp_path)}
+    assert docs["a.html"].title == "ঢাকা" and "বাংলাদেশের রাজধানী" in docs["a.html"].text

@@ -147,3 +147,31 @@ def test_a_thread_id_with_a_slash_can_be_resumed(client: TestClient) -> None:
     events(client.post("/api/ask", json={"question": "ঢাকা কোথায়?", "thread": "a/b"}))
     assert len(client.get("/api/threads/a%2Fb").json()) == 1
     assert client.get("/api/threads/a").json() == []
+
+
+def test_a_knowledge_base_url_that_is_not_a_web_address_is_never_a_link(tmp_path: Path) -> None:
+    """A break-it trial: a document's ``javascript:`` URL became a clickable link on the
+    passage page and in the chat page's sources; and ``mark=amp`` marked the inside of the
+    entity ``&amp;``."""
+    from kbqa.corpus.document import Document
+    from kbqa.embedders import HashEmbedder
+    from kbqa.index import build_index
+
+    docs = [
+        Document("x", "Rome", "Rome is the capital of Italy. Tom & Jerry.", "javascript:alert(1)"),
+        Document("y", "Lyon", "Lyon lies on the Rhone.", "https://example.org/Lyon"),
+    ]
+    build_index(docs, tmp_path / "idx", HashEmbedder(), progress=False)
+    ctx = Context(index_dir=str(tmp_path / "idx"), embedder="fake/hash", cross_check="off",
+                  model="fake/script:Rome", web_search="off")  # fmt: skip
+    client = TestClient(create_app(ChatService(ctx, str(tmp_path / "t.sqlite"))))
+    answer = events(client.post("/api/ask", json={"question": "What is the capital of Italy?"}))
+    urls = [s["url"] for s in answer[-1][1]["sources"]]
+    assert not any(u.startswith("javascript:") for u in urls)
+    assert "https://example.org/Lyon" in urls or len(urls) == 1
+    rome = client.get("/passage/main/0", params={"mark": "amp"}).text
+    assert "href='javascript" not in rome and "javascript:alert(1)" in rome  # shown as text
+    assert "<mark>" not in rome  # "amp" is not in the text; only in its escaped form
+    assert "<mark>&amp;</mark>" in client.get("/passage/main/0", params={"mark": "&"}).text
+    lyon = client.get("/passage/main/1").text
+    assert "<a href='https://example.org/Lyon'>" in lyon

@@ -105,9 +105,9 @@ Store = Annotated[
 @app.command()
 def index(
     kb: KnowledgeBase = None,
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Index directory to create or replace.")
-    ] = Path("index"),
+    out_given: Annotated[
+        str, typer.Option("--out", "-o", help="Index directory to create or replace.")
+    ] = "index",
     embedder: Embedder = "none",
     dense: Dense = "now",
     continue_: Continue = False,
@@ -131,9 +131,22 @@ def index(
     """
     from kbqa.corpus.strategies import STRATEGIES, get_strategy
 
-    _check_out(out)
+    _check_out(out_given)  # as typed: a Path would fold a URI's "//"
+    out = Path(out_given)
     if continue_:
-        _check_continue(kb, embedder, dense, strategy)
+        others = {
+            "a knowledge base": kb is not None,
+            "--embedder": embedder != "none",
+            "--dense": dense != "now",
+            "--strategy": strategy != "coverage",
+            "--chunk-size": chunk_size is not None,
+            "--chunk-overlap": chunk_overlap is not None,
+            "--skip-bad-lines": skip_bad_lines,
+            "--allow-hard-links": allow_hard_links,
+            "--no-reuse": not reuse,
+            "--store": store is not None,
+        }
+        _check_continue([name for name, given in others.items() if given])
         return _continue_index(out)
     if store is not None:
         check_store(store, later=dense == "later")
@@ -181,24 +194,24 @@ def index(
         write_to_store(out, store)
 
 
-def _check_out(out: Path) -> None:
+def _check_out(out: str) -> None:
     """Stop when ``--out`` is a URI (``milvus://...``): it names the local index folder."""
-    if scheme := re.match(r"[A-Za-z][A-Za-z0-9+.-]*:(?=/)", str(out)):  # not a folder "milvus:"
-        uri = f"{scheme.group(0)}//{str(out)[scheme.end() :]}"  # the "//" a Path folds away
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", out):  # a folder named "milvus:" is a folder
+        example = out if out.lower().startswith("milvus://") else "milvus://kb.db"
         fail(
-            f"--out {uri} is a URI: --out is the local index folder; to write the index into "
-            f"Milvus too, add --store (for example --out index/kb --store {uri})"
+            f"--out {out} is a URI: --out is the local index folder; to write the index into "
+            f"Milvus too, add --store (for example --out index/kb --store {example})"
         )
 
 
-def _check_continue(kb: Path | None, embedder: str, dense: str, strategy: str) -> None:
-    """Stop when ``--continue`` comes with a knowledge base or options of its own."""
-    if kb is not None:
-        fail("--continue adds the dense part to the --out index; give no knowledge base")
-    if (embedder, dense, strategy) != ("none", "now", "coverage"):
+def _check_continue(given: list[str]) -> None:
+    """Stop when ``--continue`` comes with anything but ``--out`` (``given``: what else came):
+    the knowledge base, embedder, strategies and chunking are the index's own."""
+    if given:
         fail(
-            "--continue takes only --out: the embedder and strategies are the index's own "
-            "(from its manifest)"
+            f"--continue takes only --out, not {', '.join(given)}: it adds the dense part to "
+            "the --out index, whose embedder, strategies and chunking are its own (from its "
+            "manifest); write it to Milvus afterwards with `kbqa index --out DIR --store URI`"
         )
 
 

@@ -327,7 +327,8 @@ def _load_file(f: Path, root: Path, *, lone_html: bool = False) -> Document:
     if suffix in (".pdf", ".docx"):
         title, text = (pdf_to_text if suffix == ".pdf" else docx_to_text)(data, shown)
         return Document(doc_id=rel, title=title or _name(f.stem).replace("_", " "), text=text)
-    if b"\x00" in data[:8192]:
+    utf16_page = suffix in HTML_SUFFIXES and data[:2] in (b"\xff\xfe", b"\xfe\xff")
+    if b"\x00" in data[:8192] and not utf16_page:  # a UTF-16 page has NULs; its BOM says so
         raise InputError(f"{shown}: a binary file, not text (it holds NUL bytes)")
     if suffix in HTML_SUFFIXES:
         page = decode_html(data)

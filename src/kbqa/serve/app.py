@@ -64,7 +64,7 @@ def answer_payload(out: dict[str, Any], sentence_of: Any) -> dict[str, Any]:
             {
                 "title": src.get("title") or src.get("doc_id", ""),
                 "doc_id": src.get("doc_id", ""),
-                "url": src.get("url") or f"/passage/{index}/{src.get('chunk_id', -1)}",
+                "url": web_url(src.get("url")) or f"/passage/{index}/{src.get('chunk_id', -1)}",
                 "sentence": sentence_of(src),
             }
         )
@@ -183,6 +183,13 @@ class ChatService:
         return chunks[chunk_id] if 0 <= chunk_id < len(chunks) else None
 
 
+def web_url(url: object) -> str:
+    """``url`` when it is an ``http(s)`` address, else "": a knowledge base's ``javascript:`` or
+    ``data:`` URL is shown as text, never made a link the page would follow."""
+    text = str(url or "").strip()
+    return text if text.lower().startswith(("http://", "https://")) else ""
+
+
 def create_app(service: ChatService) -> Any:
     """The Starlette application serving ``service`` (routes in the module docstring).
 
@@ -238,15 +245,16 @@ def create_app(service: ChatService) -> Any:
         if chunk is None or not chunk.text:
             return HTMLResponse("<p>no such passage</p>", 404)
         mark = request.query_params.get("mark", "")
-        shown = html.escape(chunk.text)
-        if mark and html.escape(mark) in shown:
-            shown = shown.replace(html.escape(mark), f"<mark>{html.escape(mark)}</mark>", 1)
+        before, found, after = chunk.text.partition(mark) if mark else (chunk.text, "", "")
+        shown = html.escape(before) + (f"<mark>{html.escape(found)}</mark>" if found else "")
+        shown += html.escape(after)  # marked in the text itself, never inside an entity
         title = html.escape(chunk.title or f"passage {chunk_id}")
-        link = f"<p><a href='{html.escape(chunk.url)}'>{html.escape(chunk.url)}</a></p>"
+        url = html.escape(chunk.url)
+        link = f"<a href='{url}'>{url}</a>" if web_url(chunk.url) else url  # no javascript:
         return HTMLResponse(
             f"<!doctype html><meta charset='utf-8'><title>{title}</title>"
             "<body style='font-family:sans-serif;max-width:50em;margin:2em auto'>"
-            f"<h1>{title}</h1>{link if chunk.url else ''}"
+            f"<h1>{title}</h1>{f'<p>{link}</p>' if url else ''}"
             f"<p style='white-space:pre-wrap'>{shown}</p></body>"
         )
 

@@ -192,7 +192,7 @@ def test_bm25_first_index_answers_then_continues(tmp_path: Path, kb_file: Path) 
     code, text = run("index", "--continue", "--out", str(out))
     assert code == 0 and "already built" in text
     code, text = run("index", str(kb_file), "--continue", "--out", str(out))
-    assert code == 2 and "give no knowledge base" in text
+    assert code == 2 and "--continue takes only --out, not a knowledge base" in text
     code, text = run("index", "--out", str(out), "--dense", "soon")
     assert code == 2 and "give a knowledge base" in text
     code, text = run("index", str(kb_file), "--out", str(out), "--dense", "soon")

@@ -257,6 +257,8 @@ def build_examples(
             continue
         answer = answers[0].strip()
         swap = same_kind(answer, pool, rng)
+        if swap is None:  # a pool of one answer
+            continue
         if rng.random() < 0.1:
             add((f"{question.rstrip(' ?')}, {answer} নাকি {swap}?", 0, "either-or"))
         made = yes_no_question(evidence, answers, rng.random() < 0.5, swap, rng)

@@ -14,7 +14,8 @@ from kbqa.context import Context
 from kbqa.evals.datasets import Question
 from kbqa.evals.metrics import answer_in_context
 from kbqa.finetune.config import ReaderConfig, parse_duration
-from kbqa.finetune.data import ExampleBuilder, build_examples
+from kbqa.finetune.data import ExampleBuilder
+from kbqa.finetune.example_set import build_examples
 from kbqa.finetune.examples import read_examples, write_examples
 from kbqa.finetune.questions import TrainingQuestion, split_by_document
 from kbqa.llm.fake import ScriptedChatModel
@@ -127,6 +128,26 @@ def test_build_split_and_round_trip(tiny_index: Path, tmp_path: Path) -> None:
     assert list(read_examples(path)) == examples
     with pytest.raises(ValueError, match="negative_ratio"):
         build_examples(QUESTIONS, builder, splits=splits, negative_ratio=2, yes_no_ratio=0, seed=0)
+
+
+def test_annotated_unanswerable_questions_abstain_over_their_own_passage(
+    tiny_index: Path,
+) -> None:
+    builder = ExampleBuilder(_ctx(tiny_index), ScriptedChatModel.from_name("fake/abstain"), seed=0)
+    unanswerable = TrainingQuestion(
+        Question("u1", "What is the population of Paris?", [], "d3", answerable=False)
+    )
+    english = QUESTIONS[2]  # its evidence is English: no yes/no question is made of it
+    examples, stats = build_examples(
+        [unanswerable, english], builder, splits={"d3": "train"}, negative_ratio=0,
+        yes_no_ratio=1.0, seed=0, progress=False,
+    )  # fmt: skip
+    by_qid = {e.qid: e for e in examples}
+    assert set(by_qid) == {"u1#unans", "q3"}
+    own = by_qid["u1#unans"]
+    assert (own.kind, own.target, own.answers) == ("abstain", ABSTENTION_PHRASE, [])
+    assert "Seine" in own.prompt  # its own paragraph is read
+    assert stats.unusable == 0 and stats.by_kind["train"]["abstain"] == 1
 
 
 def test_short_windows_for_training_and_served_prompts_for_validation(tiny_index: Path) -> None:

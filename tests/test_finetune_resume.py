@@ -140,6 +140,39 @@ def test_resuming_over_other_examples_or_another_batch_shape_is_refused(
         read_cursor(ckpt)
 
 
+def test_a_new_run_on_other_examples_starts_from_a_trained_adapter(
+    tiny: tuple[Path, Any],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from kbqa.finetune.checkpoint import check_adapter_folder
+    from kbqa.finetune.train import lora_model, train_reader
+
+    path, tok = tiny
+    probe = _examples(4)
+    cfg = _cfg(tmp_path / "a", max_steps=3)
+    first = lora_model(_tiny_model(path), cfg)
+    train_reader(first, tok, _examples(6), [], cfg, tmp_path / "a")
+    trained = tmp_path / "a" / "checkpoints" / "checkpoint-3"
+    # other examples (a resume would refuse them): a new run, from the trained weights
+    cfg2 = _cfg(tmp_path / "b", max_steps=1, learning_rate=1e-9, init_adapter=str(trained))
+    second = lora_model(_tiny_model(path), cfg2)
+    fresh = _loss(second, tok, probe)
+    result = train_reader(second, tok, _examples(7), [], cfg2, tmp_path / "b")
+    assert result.steps == 1  # a new run's numbering
+    assert _loss(second, tok, probe) == pytest.approx(_loss(first, tok, probe), abs=1e-4)
+    assert _loss(second, tok, probe) != pytest.approx(fresh, abs=1e-4)
+    # a folder that is not a LoRA checkpoint is named
+    (tmp_path / "gguf").mkdir()
+    with pytest.raises(InputError, match="no adapter_config.json: give a checkpoint folder"):
+        check_adapter_folder(tmp_path / "gguf")
+    with pytest.raises(InputError, match="is not a folder"):
+        check_adapter_folder(tmp_path / "missing")
+    cfg_r8 = _cfg(tmp_path / "c", max_steps=1, lora_r=8, init_adapter=str(trained))
+    with pytest.raises(InputError, match="LoRA r"):
+        train_reader(lora_model(_tiny_model(path), cfg_r8), tok, _examples(6), [], cfg_r8,
+                     tmp_path / "c")  # fmt: skip
+
+
 def test_a_resumed_schedule_continues_at_its_step_after_a_short_warm_up() -> None:
     from kbqa.finetune.schedule import Schedule
 

@@ -202,3 +202,28 @@ def export(
     except (KBQAError, OSError) as exc:
         _fail(str(exc))
     typer.echo(f"adapter written to {adapter}")
+
+
+@finetune_app.command("squad")
+def squad(
+    squad_file: Annotated[
+        Path, typer.Argument(help="A SQuAD v1.1 or v2.0 JSON file (its train split).")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write into.")],
+    prefix: Annotated[str, typer.Option(help="File names: PREFIX.qa.jsonl, PREFIX_kb.jsonl.")] = (
+        "en_train"
+    ),
+    source: Annotated[str, typer.Option(help="The 'source' field of every line.")] = (
+        "SQuAD-train"
+    ),
+) -> None:
+    """Convert a SQuAD file into training questions and a knowledge base for `kbqa finetune
+    reader --train ... --kb ...` (unanswerable v2.0 questions become abstention examples)."""
+    from kbqa.finetune.squad import write_squad_jsonl
+
+    try:
+        qa, kb, counts = write_squad_jsonl(squad_file, out, prefix, source)
+    except (KBQAError, OSError) as exc:
+        _fail(str(exc))
+    typer.echo(", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    typer.echo(f"questions      {qa}\nknowledge base {kb}")

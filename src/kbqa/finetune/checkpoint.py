@@ -253,6 +253,27 @@ def recover_copy(copy_to: Path) -> None:
     shutil.rmtree(_aside(copy_to, ".tmp"), ignore_errors=True)
 
 
+def check_adapter_folder(folder: Path) -> None:
+    """Check that ``folder`` holds a peft LoRA adapter (``adapter_config.json`` and
+    :data:`ADAPTER_FILE`), as a checkpoint does.
+
+    Raises:
+        InputError: It is not a folder, lacks one of the two files, or its config is not JSON.
+    """
+    if not folder.is_dir():
+        raise InputError(f"{folder} is not a folder (a LoRA checkpoint folder was expected)")
+    for name in ("adapter_config.json", ADAPTER_FILE):
+        if not (folder / name).is_file():
+            raise InputError(
+                f"{folder} has no {name}: give a checkpoint folder (training/reader, "
+                "OUT/checkpoints/checkpoint-N), not an exported .gguf adapter"
+            )
+    try:
+        json.loads((folder / "adapter_config.json").read_text("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{folder}/adapter_config.json is not JSON: {e}") from e
+
+
 def load_adapter_weights(model: Any, checkpoint: Path) -> None:
     """Load a checkpoint's LoRA weights into ``model`` (a peft model of the same LoRA shape).
 

@@ -178,6 +178,14 @@ class ReaderConfig:
             "training/reader), to commit while a run is unfinished."
         },
     )
+    init_adapter: str = field(
+        default="",
+        metadata={
+            "help": "Start from this LoRA adapter's weights (a checkpoint folder such as "
+            "training/reader or OUT/checkpoints/checkpoint-N, same r and alpha): a new run "
+            "on other data that goes on from a trained reader (the schedule starts fresh)."
+        },
+    )
     restart_warmup_steps: int = field(
         default=10,
         metadata={"help": "Warm-up steps of a resumed session (its optimizer starts empty)."},
@@ -201,6 +209,21 @@ class ReaderConfig:
         metadata={
             "help": "Share of training questions asked in another form by rule (kbqa."
             "finetune.paraphrase: কি/কী, honorific verbs, date words, spacing)."
+        },
+    )
+    rule_kinds: str = field(
+        default="",
+        metadata={
+            "help": "Question kinds made by rule from the training documents' sentences, "
+            "comma-separated: why (causal clauses), list (enumerations); see "
+            "kbqa.finetune.kinds. Empty: none."
+        },
+    )
+    trap_ratio: float = field(
+        default=0.0,
+        metadata={
+            "help": "Share of questions that also get a lexical-trap abstention example (a "
+            "name or relation swapped so the passage no longer answers it)."
         },
     )
     k: int = field(default=3, metadata={"help": "Hits per prompt, as served (Context.k)."})
@@ -239,6 +262,7 @@ class ReaderConfig:
             "lora_dropout",
             "served_share",
             "paraphrase_share",
+            "trap_ratio",
         ):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
@@ -261,6 +285,11 @@ class ReaderConfig:
         for name in not_negative:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        unknown = set(self.kinds) - {"why", "list"}
+        if unknown:
+            raise ValueError(
+                f"rule_kinds: unknown kind(s) {', '.join(sorted(unknown))} (why, list)"
+            )
         if self.lr_scheduler not in SCHEDULERS:
             raise ValueError(
                 f"lr_scheduler {self.lr_scheduler!r} is not one of {', '.join(SCHEDULERS)}"
@@ -305,7 +334,18 @@ class ReaderConfig:
             "served_share",
             "paraphrase_share",
         )
-        return {k: getattr(self, k) for k in keys}
+        settings = {k: getattr(self, k) for k in keys}
+        # added only when used: runs made before these existed keep their recorded settings
+        if self.rule_kinds:
+            settings["rule_kinds"] = ",".join(self.kinds)
+        if self.trap_ratio:
+            settings["trap_ratio"] = self.trap_ratio
+        return settings
+
+    @property
+    def kinds(self) -> list[str]:
+        """``rule_kinds`` as a list, in a fixed order."""
+        return sorted({k.strip() for k in self.rule_kinds.split(",") if k.strip()})
 
     def to_dict(self) -> dict[str, Any]:
         """Every setting."""

@@ -15,6 +15,8 @@ Kinds of example (``ReaderExample.kind``):
   retrieved chunks that do not hold any gold answer (those that do are dropped, the next hits
   move up), or its own context with the sentences holding the answer cut out (on topic, but no
   longer answering: how BanglaRQA's unanswerable questions look).
+- ``abstain`` from the data: a question annotated unanswerable against its document (SQuAD 2.0
+  has them; Haque 2020 none) read over its own retrieval, the document put in when missed.
 - ``yes`` / ``no``: yes/no questions made by rule from the annotators' ``evidence`` sentence
   (Haque 2020 has none; BanglaRQA asks 128 among 1,126 answerable): the sentence asked as a
   question (``... কি?``, or ``কি`` after its first word) is ``হ্যাঁ``; the same sentence with its
@@ -35,17 +37,15 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 
 from kbqa.answers.language import detect_language, question_type
 from kbqa.answers.normalize import answer_in_context
 from kbqa.answers.vocabulary import NO, YES
 from kbqa.context import Context
 from kbqa.evals.datasets import Question
-from kbqa.finetune.examples import PROMPT_STYLE, DataStats, ReaderExample
-from kbqa.finetune.paraphrase import paraphrase
+from kbqa.finetune.examples import PROMPT_STYLE, ReaderExample
 from kbqa.finetune.questions import TrainingQuestion
-from kbqa.finetune.yesno import SENTENCE_END, TRAILING, same_kind, yes_no_question
+from kbqa.finetune.yesno import SENTENCE_END, TRAILING, yes_no_question
 from kbqa.passages import chunk_passages, retrieve_records
 from kbqa.prompts import ABSTENTION_PHRASE, CONTEXT_MARKER, Passage
 from kbqa.prompts.answer import prompt_text
@@ -118,6 +118,10 @@ class ExampleBuilder:
         """The chunk texts joined, for answer checks."""
         return "\n".join(self.chunks[c].text for c in chunk_ids)
 
+    def doc_chunks(self, doc_id: str) -> list[int]:
+        """The chunk ids of one document, in order."""
+        return list(self._by_doc.get(doc_id, []))
+
     def gold_chunk(self, doc_id: str | None, answers: Sequence[str]) -> int | None:
         """The first chunk of ``doc_id`` holding a gold answer."""
         for cid in self._by_doc.get(doc_id or "", []):
@@ -170,6 +174,25 @@ class ExampleBuilder:
             inserted,
         )
 
+    def showing(
+        self, asked: str, needed: str, doc_id: str | None
+    ) -> tuple[list[RetrievedRecord], tuple[str, list[int], str, str]] | None:
+        """``(records, rendered)``: ``asked`` rendered (:meth:`render`) over its own retrieval,
+        with the first chunk of ``doc_id`` that holds ``needed`` put in at a random rank when
+        retrieval missed it; None when ``needed`` cannot be shown."""
+        records = retrieve_records(asked, self.ctx.k, self.ctx)
+        rendered = self.render(asked, records)
+        if answer_in_context([needed], shown_context(rendered[0])):
+            return records, rendered
+        gold = self.gold_chunk(doc_id, [needed])
+        if gold is None:
+            return None
+        records = self._insert(records, gold)
+        rendered = self.render(asked, records)
+        if not answer_in_context([needed], shown_context(rendered[0])):
+            return None
+        return records, rendered
+
     def _insert(self, records: list[RetrievedRecord], gold: int) -> list[RetrievedRecord]:
         """Replace the lowest-ranked hit with the gold chunk at a random rank (1..k)."""
         ranks = sorted({r["rank"] for r in records})
@@ -205,7 +228,7 @@ class ExampleBuilder:
         prompt, kept, qtype, lang = self.render(q.question, chosen)
         if answer_in_context(q.answers, shown_context(prompt)):  # e.g. the answer is a title
             return None
-        return _abstain(q, "neg", split, prompt, kept, qtype, lang)
+        return abstention_example(q, "neg", split, prompt, kept, qtype, lang)
 
     def redacted(self, q: Question, split: str) -> ReaderExample | None:
         """A harder ``abstain`` example: the question's own retrieved context with every
@@ -224,7 +247,18 @@ class ExampleBuilder:
         prompt, kept_ids, qtype, lang = self.render(q.question, records, texts)
         if not set(texts) & set(kept_ids) or answer_in_context(q.answers, shown_context(prompt)):
             return None
-        return _abstain(q, "cut", split, prompt, kept_ids, qtype, lang)
+        return abstention_example(q, "cut", split, prompt, kept_ids, qtype, lang)
+
+    def unanswerable(self, q: Question, split: str) -> ReaderExample | None:
+        """An ``abstain`` example (``QID#unans``) of a question annotated unanswerable against
+        its document (SQuAD 2.0's, written to match its paragraph's words): its retrieval, with
+        the document's first chunk put in when retrieval missed the document."""
+        records = retrieve_records(q.question, self.ctx.k, self.ctx)
+        own = self._by_doc.get(q.doc_id or "", [])
+        if own and not any(r["chunk_id"] in own for r in records):
+            records = self._insert(records, own[0])
+        prompt, kept, qtype, lang = self.render(q.question, records)
+        return abstention_example(q, "unans", split, prompt, kept, qtype, lang)
 
     def _text(self, record: RetrievedRecord) -> str:
         return self.chunks[record["chunk_id"]].text
@@ -244,16 +278,10 @@ class ExampleBuilder:
         if made is None:
             return None
         asked, original = made
-        records = retrieve_records(asked, self.ctx.k, self.ctx)
-        prompt, kept, qtype, lang = self.render(asked, records)
-        if not answer_in_context([original], shown_context(prompt)):  # evidence not shown
-            gold = self.gold_chunk(q.doc_id, [original])
-            if gold is None:
-                return None
-            records = self._insert(records, gold)
-            prompt, kept, qtype, lang = self.render(asked, records)
-            if not answer_in_context([original], shown_context(prompt)):
-                return None
+        showing = self.showing(asked, original, q.doc_id)
+        if showing is None:  # the evidence cannot be shown
+            return None
+        _, (prompt, kept, qtype, lang) = showing
         target = (YES if truth else NO)["bn" if lang == "bn" else "en"]
         return ReaderExample(
             f"{q.qid}#{'yes' if truth else 'no'}",
@@ -270,99 +298,7 @@ class ExampleBuilder:
         )
 
 
-def build_examples(
-    questions: Sequence[TrainingQuestion],
-    builder: ExampleBuilder,
-    *,
-    splits: dict[str, str],
-    negative_ratio: float,
-    yes_no_ratio: float,
-    seed: int,
-    redacted_share: float = 0.5,
-    short_builder: ExampleBuilder | None = None,
-    served_share: float = 1.0,
-    paraphrase_share: float = 0.0,
-    progress: bool = True,
-) -> tuple[list[ReaderExample], DataStats]:
-    """Build every example: one ``span`` per usable question, plus an ``abstain`` for a seeded
-    ``negative_ratio`` share of them (of which ``redacted_share`` have the answer sentences cut
-    from their own context, :meth:`ExampleBuilder.redacted`, and the rest are other chunks,
-    :meth:`ExampleBuilder.negative`) and a ``yes`` or ``no`` (alternating) for a
-    ``yes_no_ratio`` share.
-
-    Training questions are rendered by ``builder`` (as served) for a ``served_share`` of them
-    and by ``short_builder`` (shorter windows, cheaper to train on) for the rest; a
-    ``paraphrase_share`` of them are asked in another form (:func:`kbqa.finetune.paraphrase.
-    paraphrase`). Validation questions are always rendered as served, as written.
-
-    Raises:
-        ValueError: A ratio outside [0, 1].
-    """
-    from tqdm import tqdm
-
-    ratios = (
-        ("negative_ratio", negative_ratio),
-        ("yes_no_ratio", yes_no_ratio),
-        ("redacted_share", redacted_share),
-        ("served_share", served_share),
-        ("paraphrase_share", paraphrase_share),
-    )
-    for name, ratio in ratios:
-        if not 0 <= ratio <= 1:
-            raise ValueError(f"{name} must be in [0, 1], got {ratio!r}")
-    rng = random.Random(seed)
-    pool = [clean_target(a) for tq in questions for a in tq.question.answers[:1] if a.strip()]
-    stats = DataStats(questions=len(questions))
-    out: list[ReaderExample] = []
-    truth = True
-    form_rng = random.Random(f"{seed}:form")  # its own stream: the others draw as before
-    for tq in tqdm(questions, desc="examples", unit="q", disable=not progress):
-        q = tq.question
-        split = splits.get(q.doc_id or q.qid, "train")
-        if not q.answerable or not q.answers:
-            stats.unusable += 1
-            continue
-        b = builder
-        if split == "train":
-            if short_builder is not None and form_rng.random() >= served_share:
-                b = short_builder
-            q = _maybe_paraphrased(q, paraphrase_share, form_rng, stats)
-        example = b.positive(q, split)
-        if example is None:
-            stats.unusable += 1
-            continue
-        stats.usable += 1
-        made = [example]
-        if rng.random() < negative_ratio:
-            neg = (b.redacted if rng.random() < redacted_share else b.negative)(q, split)
-            if neg is None:
-                stats.no_negative_context += 1
-            else:
-                made.append(neg)
-        if tq.evidence and rng.random() < yes_no_ratio:
-            swap = same_kind(clean_target(q.answers[0]), pool, rng)
-            yn = b.yes_no(tq, split, truth, swap)
-            if yn is not None:
-                made.append(yn)
-                truth = not truth
-        for ex in made:
-            stats.count(ex)
-            out.append(ex)
-    return out, stats
-
-
-def _maybe_paraphrased(q: Question, share: float, rng: random.Random, stats: DataStats) -> Question:
-    """``q`` asked in another form (:func:`kbqa.finetune.paraphrase.paraphrase`) for a seeded
-    ``share`` of questions, when a rule applies (counted in ``stats.paraphrased``)."""
-    if rng.random() < share:
-        asked, rules = paraphrase(q.question, rng)
-        if rules:
-            stats.paraphrased += 1
-            return replace(q, question=asked)
-    return q
-
-
-def _abstain(
+def abstention_example(
     q: Question, tag: str, split: str, prompt: str, kept: list[int], qtype: str, lang: str
 ) -> ReaderExample:
     """An ``abstain`` example of ``q`` (id ``QID#tag``): the target is the abstention phrase."""

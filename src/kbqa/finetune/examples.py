@@ -100,6 +100,8 @@ class DataStats:
     gold_first: int = 0
     no_negative_context: int = 0
     paraphrased: int = 0
+    made: dict[str, int] = field(default_factory=dict)
+    """Examples of the rule kinds (``why``, ``list``, ``trap``) among them."""
 
     def count(self, example: ReaderExample) -> None:
         """Add one example."""

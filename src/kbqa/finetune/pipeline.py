@@ -73,7 +73,12 @@ def check_inputs(cfg: ReaderConfig) -> None:
         )
     if not any(q.question.answerable and q.question.answers for q in questions):
         raise InputError(f"{cfg.train} has no answerable question to learn from")
-    from kbqa.finetune.checkpoint import check_copy_target, read_cursor, recover_copy
+    from kbqa.finetune.checkpoint import (
+        check_adapter_folder,
+        check_copy_target,
+        read_cursor,
+        recover_copy,
+    )
 
     if cfg.checkpoint_copy:
         check_copy_target(Path(cfg.checkpoint_copy), out)
@@ -82,6 +87,13 @@ def check_inputs(cfg: ReaderConfig) -> None:
             recover_copy(Path(folder).resolve())  # a save killed between its two renames
     if cfg.resume_from:
         read_cursor(Path(cfg.resume_from))  # fails now, not after the examples are built
+    if cfg.init_adapter:
+        if cfg.resume_from or cfg.resume:
+            raise InputError(
+                "--init-adapter starts a new run from an adapter; --resume and --resume-from "
+                "continue an old one: give one of them"
+            )
+        check_adapter_folder(Path(cfg.init_adapter))
     checkpoints = last_checkpoint(out)
     if cfg.resume and not cfg.resume_from and checkpoints is not None:
         read_cursor(checkpoints)  # a checkpoint of an older kbqa has no cursor

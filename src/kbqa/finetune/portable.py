@@ -12,6 +12,7 @@ PATH_SETTINGS = (
     "index",
     "out",
     "resume_from",
+    "init_adapter",
     "checkpoint_copy",
     "base_model",
     "reader_model",

@@ -26,7 +26,8 @@ from typing import Any
 from kbqa.errors import InputError
 from kbqa.finetune.checkpoint import last_checkpoint
 from kbqa.finetune.config import ReaderConfig
-from kbqa.finetune.data import ExampleBuilder, build_examples
+from kbqa.finetune.data import ExampleBuilder
+from kbqa.finetune.example_set import add_rule_kinds, build_examples
 from kbqa.finetune.examples import PROMPT_STYLE, ReaderExample, read_examples, write_examples
 from kbqa.finetune.pipeline import resume_point, start_run, train_and_export, training_context
 from kbqa.finetune.questions import load_training_questions, split_by_document
@@ -94,6 +95,18 @@ def prepare_examples(
         served_share=cfg.served_share if short else 1.0,
         paraphrase_share=cfg.paraphrase_share,
     )
+    if cfg.kinds or cfg.trap_ratio:
+        examples = add_rule_kinds(
+            examples,
+            stats,
+            questions,
+            (builder, short),
+            splits=splits,
+            kinds=cfg.kinds,
+            trap_ratio=cfg.trap_ratio,
+            served_share=cfg.served_share if short else 1.0,
+            seed=cfg.seed,
+        )
     write_examples(path, examples)
     split_record = {
         "seed": cfg.seed,
@@ -135,6 +148,7 @@ def _stats_record(stats: Any, splits: dict[str, str]) -> dict[str, Any]:
         "gold_first": stats.gold_first,
         "no_negative_context": stats.no_negative_context,
         "paraphrased": stats.paraphrased,
+        "made": stats.made,
         "val_documents": sum(1 for s in splits.values() if s == "val"),
         "train_documents": sum(1 for s in splits.values() if s == "train"),
     }

@@ -100,7 +100,8 @@ class TrainResult:
 def start_cursor(
     cfg: ReaderConfig, train: Sequence[ReaderExample], resume_from: Path | None, model: Any
 ) -> Cursor:
-    """A fresh cursor, or the checkpoint's (its adapter weights loaded into ``model``).
+    """A fresh cursor, or the checkpoint's (its adapter weights loaded into ``model``). A fresh
+    cursor starts from ``cfg.init_adapter``'s weights when it is set.
 
     Raises:
         InputError: See :func:`~kbqa.finetune.checkpoint.read_cursor` and
@@ -114,6 +115,9 @@ def start_cursor(
         load_adapter_weights(model, resume_from)
         log.warning("resuming %s at step %d (epoch %.2f)", resume_from, cursor.step, cursor.epoch)
         return cursor
+    if cfg.init_adapter:
+        load_adapter_weights(model, Path(cfg.init_adapter))
+        log.warning("starting from the weights of %s (a new run: step 0)", cfg.init_adapter)
     epochs = cfg.epochs  # --max-steps beyond the epochs reads on into further epochs
     if cfg.max_steps > 0:
         epochs = max(epochs, cfg.max_steps * per_step / len(train))

@@ -25,6 +25,7 @@ TRAILING = " \t\n।.,;:!?|"
 SENTENCE_END = regex.compile(r"(?<=[।!?])\s*")
 """Splits text after a danda, ``!`` or ``?`` (also cuts answer sentences out of a context)."""
 _DIGIT = regex.compile(r"\p{N}")
+_BENGALI = regex.compile(r"\p{Bengali}")
 
 
 def yes_no_question(
@@ -32,8 +33,11 @@ def yes_no_question(
 ) -> tuple[str, str] | None:
     """``(question, evidence sentence)`` for a yes (``truth``) or no question, or None when no
     sentence of ``evidence`` holds an answer in :data:`MIN_STATEMENT_WORDS` to
-    :data:`MAX_STATEMENT_WORDS` words, or when swapping in ``swap`` would leave it true.
+    :data:`MAX_STATEMENT_WORDS` words, when swapping in ``swap`` would leave it true, or when
+    ``evidence`` has no Bangla letter (the question forms are Bangla).
     """
+    if not _BENGALI.search(evidence):  # the rules ask in Bangla
+        return None
     statement = answer = ""
     for sentence in SENTENCE_END.split(evidence):  # the sentence holding the answer
         sentence = " ".join(sentence.split()).rstrip(TRAILING)
@@ -57,9 +61,9 @@ def yes_no_question(
     return f"{words[0]} কি {' '.join(words[1:])}?", original
 
 
-def same_kind(answer: str, pool: Sequence[str], rng: random.Random) -> str:
+def same_kind(answer: str, pool: Sequence[str], rng: random.Random) -> str | None:
     """Another answer to swap in: one with digits for an answer with digits, else one of a
-    similar word count."""
+    similar word count; None when the pool holds no other answer."""
     digits = bool(_DIGIT.search(answer))
     n = len(answer.split())
     matches = [
@@ -67,4 +71,7 @@ def same_kind(answer: str, pool: Sequence[str], rng: random.Random) -> str:
         for a in pool
         if a != answer and bool(_DIGIT.search(a)) == digits and abs(len(a.split()) - n) <= 1
     ]
-    return rng.choice(matches) if matches else rng.choice([a for a in pool if a != answer])
+    if matches:
+        return rng.choice(matches)
+    others = [a for a in pool if a != answer]
+    return rng.choice(others) if others else None

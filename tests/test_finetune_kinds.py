@@ -1,0 +1,193 @@
+"""Question kinds made by rule for the reader's training (issue 32, part 4): causal and list
+questions from sentences, lexical traps from a question and its passage, and their examples."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from kbqa.context import Context
+from kbqa.corpus.document import Document
+from kbqa.embedders import HashEmbedder
+from kbqa.evals.datasets import Question
+from kbqa.finetune.config import ReaderConfig
+from kbqa.finetune.data import ExampleBuilder, shown_context
+from kbqa.finetune.example_set import add_rule_kinds, build_examples
+from kbqa.finetune.examples import DataStats
+from kbqa.finetune.kinds import (
+    causal_pairs,
+    causal_question,
+    entity_trap,
+    list_question,
+    relation_trap,
+)
+from kbqa.finetune.questions import TrainingQuestion
+from kbqa.index import build_index
+from kbqa.llm.fake import ScriptedChatModel
+from kbqa.prompts import ABSTENTION_PHRASE
+
+RNG = random.Random(0)
+
+
+def test_causal_pairs_read_clause_joins_not_the_noun_reason() -> None:
+    text = (
+        "নদীর পানি বেড়ে যায়, কারণ উজানে প্রচুর বৃষ্টি হয়েছে। "
+        "আমরা তাঁর মৃত্যুর কারণ জানতে চাই। "
+        "কারখানাটি তিন মাস বন্ধ ছিল। ফলে শ্রমিকেরা বেতন পাননি।"
+    )
+    pairs = causal_pairs(text)
+    assert pairs == [
+        ("নদীর পানি বেড়ে যায়", "উজানে প্রচুর বৃষ্টি হয়েছে"),
+        ("শ্রমিকেরা বেতন পাননি", "কারখানাটি তিন মাস বন্ধ ছিল"),
+    ]
+    made = {causal_question(*pairs[0], random.Random(seed)) for seed in range(10)}
+    # both of BanglaRQA's orders: why at the end, or before the compound verb
+    assert made == {
+        ("নদীর পানি বেড়ে যায় কেন?", "উজানে প্রচুর বৃষ্টি হয়েছে"),
+        ("নদীর পানি কেন বেড়ে যায়?", "উজানে প্রচুর বৃষ্টি হয়েছে"),
+    }
+
+
+def test_causal_question_refuses_short_clauses_and_long_causes() -> None:
+    assert causal_question("পানি বাড়ে", "বৃষ্টি হয়েছে", RNG) is None  # effect of 2 words
+    assert causal_question("নদীর পানি বেড়ে যায়", "বৃষ্টি", RNG) is None  # cause of 1 word
+    long_cause = " ".join(["শব্দ"] * 13)
+    assert causal_question("নদীর পানি বেড়ে যায়", long_cause, RNG) is None
+
+
+def test_list_question_asks_an_enumeration_in_place() -> None:
+    made = list_question("এই অঞ্চলে ধান, পাট, গম ও আখ চাষ করা হয়।")
+    assert made == ("এই অঞ্চলে কী কী চাষ করা হয়?", "ধান, পাট, গম ও আখ")
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "সংবাদ সম্মেলনে জানানো হয়, সড়ক ও জনপথ বিভাগ ভাড়া ঠিক করে",  # a clause comma
+        "আবদুল ওয়াদুদ প্রথম আলোকে বলেন, নবীয়া বেগম এবং তাঁর নবজাতক সুস্থ",
+        # two-word items with one between commas: "কীরকম একপেশে" is a clause, not an item
+        "কীরকম একপেশে, কেন্দ্রীয় তথ্য ও সম্প্রচার মন্ত্রণালয়ের চিঠিতে তার উল্লেখ আছে",
+        "তিনি ঢাকা, রাজশাহী, কক্সবাজার জেলা ও সিলেট ঘুরেছেন",  # items of unequal length
+        "ঢাকা ও চট্টগ্রাম দুটি বড় শহর",  # two items, no comma
+    ],
+)
+def test_list_question_refuses_what_is_not_a_visible_list(sentence: str) -> None:
+    assert list_question(sentence) is None
+
+
+def test_entity_trap_swaps_the_rare_name_for_one_the_passage_lacks() -> None:
+    shown = "Paris is the capital of France. It lies on the Seine."
+    trap = entity_trap(
+        "Which river does Paris lie on?", ["the Seine"], shown, ["Seine", "Lyon"], lambda w: 1, RNG
+    )
+    assert trap == "Which river does Lyon lie on?"
+    # every name of the pool is in the passage: no trap
+    assert (
+        entity_trap("Which river does Paris lie on?", ["the Seine"], shown, ["France"], len, RNG)
+        is None
+    )
+
+
+def test_entity_trap_keeps_a_bangla_case_ending_and_skips_common_words() -> None:
+    shown = "রবীন্দ্রনাথ ঠাকুর ১৮৬১ সালে কলকাতায় জন্মগ্রহণ করেন।"
+    counts = {"রবীন্দ্রনাথ": 1, "কলকাতা": 40, "সালে": 900}
+    trap = entity_trap(
+        "রবীন্দ্রনাথ কলকাতায় কত সালে জন্মগ্রহণ করেন?",
+        ["১৮৬১"],
+        shown,
+        ["টিকফা"],
+        lambda w: counts.get(w, 50),
+        RNG,
+    )
+    assert trap == "টিকফা কলকাতায় কত সালে জন্মগ্রহণ করেন?"
+    trap = entity_trap("কলকাতায় কে জন্মগ্রহণ করেন?", ["রবীন্দ্রনাথ"], shown, ["টিকফা"], lambda w: 1, RNG)
+    assert trap == "টিকফায় কে জন্মগ্রহণ করেন?"  # the ending য় kept
+    # no word rare enough
+    assert entity_trap("কলকাতায় কে জন্মগ্রহণ করেন?", [], shown, ["টিকফা"], lambda w: 50, RNG) is None
+
+
+def test_relation_trap_asks_the_opposite_only_when_the_passage_is_silent_on_it() -> None:
+    born = "রবীন্দ্রনাথ ঠাকুর কত সালে জন্মগ্রহণ করেন?"
+    assert relation_trap(born, "রবীন্দ্রনাথ ঠাকুর ১৮৬১ সালে জন্মগ্রহণ করেন।") == (
+        "রবীন্দ্রনাথ ঠাকুর কত সালে মৃত্যুবরণ করেন?"
+    )
+    assert relation_trap(born, "তিনি ১৮৬১ সালে জন্মগ্রহণ করেন এবং ১৯৪১ সালে মারা যান।") is None
+    assert relation_trap("When was Scheele born?", "Scheele was born in Stralsund.") == (
+        "When was Scheele die?"
+    )
+    assert relation_trap("Where is the capital?", "The capital is Dhaka.") is None
+
+
+DOC = Document(
+    "k1",
+    "বন্যা",
+    "নদীর পানি বেড়ে যায়, কারণ উজানে প্রচুর বৃষ্টি হয়েছে। "
+    "এই অঞ্চলে ধান, পাট, গম ও আখ চাষ করা হয়। "
+    "রহিম মিয়া ১৯৭০ সালে গ্রামে একটি বিদ্যালয় প্রতিষ্ঠা করেন।",
+)
+OTHER = Document("k2", "শহর", "ঢাকা বাংলাদেশের রাজধানী। এটি বুড়িগঙ্গা নদীর তীরে অবস্থিত।")
+
+
+@pytest.fixture(scope="module")
+def kinds_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("kinds") / "idx"
+    build_index([DOC, OTHER], out, HashEmbedder(), progress=False)
+    return out
+
+
+def test_rule_kinds_are_added_after_the_same_other_examples(kinds_index: Path) -> None:
+    ctx = Context(index_dir=str(kinds_index), embedder="fake/hash", web_search="off", k=1)
+    model = ScriptedChatModel(model_name="fake/s", mode="script", script=["x"])
+    questions = [
+        TrainingQuestion(Question("q1", "রহিম মিয়া কত সালে বিদ্যালয় প্রতিষ্ঠা করেন?", ["১৯৭০"], "k1")),
+        TrainingQuestion(Question("q2", "ঢাকা কোন নদীর তীরে অবস্থিত?", ["বুড়িগঙ্গা"], "k2")),
+    ]
+    splits = {"k1": "train", "k2": "val"}
+
+    def build() -> tuple[list, DataStats]:
+        builder = ExampleBuilder(ctx, model, seed=0)
+        return build_examples(
+            questions, builder, splits=splits, negative_ratio=0.5, yes_no_ratio=0.0, seed=0,
+            progress=False,
+        ), builder  # fmt: skip
+
+    (plain, stats), builder = build()
+    count_before = dict(stats.by_kind["train"])
+    made = add_rule_kinds(
+        list(plain),
+        stats,
+        questions,
+        (builder, None),
+        splits=splits,
+        kinds=["why", "list"],
+        trap_ratio=1.0,
+        served_share=1.0,
+        seed=0,
+    )
+    assert made[: len(plain)] == plain  # the examples without the rule kinds are unchanged
+    extra = {ex.qid: ex for ex in made[len(plain) :]}
+    why = next(ex for qid, ex in extra.items() if "#why-" in qid)
+    assert why.kind == "span" and why.target == "উজানে প্রচুর বৃষ্টি হয়েছে"
+    assert why.target in shown_context(why.prompt) and "কেন" in why.question
+    listed = next(ex for qid, ex in extra.items() if "#list-" in qid)
+    assert listed.target == "ধান, পাট, গম ও আখ" and "কী কী" in listed.question
+    traps = [ex for qid, ex in extra.items() if qid.endswith("#trap")]
+    assert traps and all(t.kind == "abstain" and t.target == ABSTENTION_PHRASE for t in traps)
+    trap = next(t for t in traps if t.qid == "q1#trap")
+    assert trap.question != questions[0].question.question
+    assert "১৯৭০" in shown_context(trap.prompt)  # the lure is still read
+    assert stats.made["why"] == 1 and stats.made["list"] == 1 and stats.made["trap"] == len(traps)
+    assert stats.by_kind["train"]["span"] == count_before["span"] + 2
+
+
+def test_config_names_an_unknown_rule_kind_and_keeps_old_settings_unchanged() -> None:
+    with pytest.raises(ValueError, match=r"rule_kinds: unknown kind.*how"):
+        ReaderConfig(train="t", kb="k", rule_kinds="why,how")
+    with pytest.raises(ValueError, match="trap_ratio"):
+        ReaderConfig(train="t", kb="k", trap_ratio=1.5)
+    plain = ReaderConfig(train="t", kb="k").data_settings()
+    assert "rule_kinds" not in plain and "trap_ratio" not in plain
+    made = ReaderConfig(train="t", kb="k", rule_kinds=" list, why", trap_ratio=0.1)
+    assert made.data_settings() == {**plain, "rule_kinds": "list,why", "trap_ratio": 0.1}

@@ -21,6 +21,7 @@ from kbqa.finetune.kinds import (
     causal_question,
     entity_trap,
     list_question,
+    name_lexicon,
     relation_trap,
 )
 from kbqa.finetune.questions import TrainingQuestion
@@ -77,35 +78,48 @@ def test_list_question_refuses_what_is_not_a_visible_list(sentence: str) -> None
     assert list_question(sentence) is None
 
 
-def test_entity_trap_swaps_the_rare_name_for_one_the_passage_lacks() -> None:
+def test_names_are_the_words_of_who_and_where_answers() -> None:
+    names = name_lexicon(
+        [
+            ("person", "বিদ্যা বালান"),
+            ("location", "কলকাতায়"),  # the stem is kept
+            ("person", "Marie Curie"),
+            ("location", "in the north of France"),  # over three words
+            ("date", "১৯১৩"),
+            ("person", "the Seine"),  # English lower case ("the") is no name
+        ]
+    )
+    assert names == {
+        "person": sorted(["Curie", "Marie", "Seine", "বালান", "বিদ্যা"]),
+        "location": ["কলকাতা"],
+    }
+    # with the knowledge base's counts, a word in many chunks is a common noun, not a name
+    counts = {"বিদ্যা": 40, "Marie": 4}
+    rare = name_lexicon([("person", "বিদ্যা বালান"), ("person", "Marie")], lambda w: counts.get(w, 1))
+    assert rare == {"person": ["বালান"], "location": []}
+
+
+def test_entity_trap_swaps_a_name_for_one_of_its_type_the_passage_lacks() -> None:
     shown = "Paris is the capital of France. It lies on the Seine."
-    trap = entity_trap(
-        "Which river does Paris lie on?", ["the Seine"], shown, ["Seine", "Lyon"], lambda w: 1, RNG
-    )
-    assert trap == "Which river does Lyon lie on?"
-    # every name of the pool is in the passage: no trap
+    names = {"location": ["Paris", "Seine", "Lyon"], "person": ["Curie"]}
+    trap = entity_trap("Which river does Paris lie on?", ["the Seine"], shown, names, RNG)
+    assert trap == "Which river does Lyon lie on?"  # a place for a place, absent from the passage
+    no_other = {"location": ["Paris", "France"], "person": ["Curie"]}
     assert (
-        entity_trap("Which river does Paris lie on?", ["the Seine"], shown, ["France"], len, RNG)
-        is None
+        entity_trap("Which river does Paris lie on?", ["the Seine"], shown, no_other, RNG) is None
     )
+    # a name the passage does not hold is not swapped (nothing would lure the reader)
+    assert entity_trap("Which river does Lyon lie on?", ["x"], shown, names, RNG) is None
 
 
-def test_entity_trap_keeps_a_bangla_case_ending_and_skips_common_words() -> None:
+def test_entity_trap_keeps_a_bangla_case_ending() -> None:
     shown = "রবীন্দ্রনাথ ঠাকুর ১৮৬১ সালে কলকাতায় জন্মগ্রহণ করেন।"
-    counts = {"রবীন্দ্রনাথ": 1, "কলকাতা": 40, "সালে": 900}
-    trap = entity_trap(
-        "রবীন্দ্রনাথ কলকাতায় কত সালে জন্মগ্রহণ করেন?",
-        ["১৮৬১"],
-        shown,
-        ["টিকফা"],
-        lambda w: counts.get(w, 50),
-        RNG,
-    )
-    assert trap == "টিকফা কলকাতায় কত সালে জন্মগ্রহণ করেন?"
-    trap = entity_trap("কলকাতায় কে জন্মগ্রহণ করেন?", ["রবীন্দ্রনাথ"], shown, ["টিকফা"], lambda w: 1, RNG)
-    assert trap == "টিকফায় কে জন্মগ্রহণ করেন?"  # the ending য় kept
-    # no word rare enough
-    assert entity_trap("কলকাতায় কে জন্মগ্রহণ করেন?", [], shown, ["টিকফা"], lambda w: 50, RNG) is None
+    names = {"location": ["কলকাতা", "রাজশাহী"], "person": ["রবীন্দ্রনাথ"]}
+    trap = entity_trap("কলকাতায় কে জন্মগ্রহণ করেন?", ["রবীন্দ্রনাথ"], shown, names, RNG)
+    assert trap == "রাজশাহীয় কে জন্মগ্রহণ করেন?"  # the ending য় kept
+    # the answer's words are never swapped
+    assert entity_trap("রবীন্দ্রনাথ কোথায় জন্মগ্রহণ করেন?", ["রবীন্দ্রনাথ"], shown,
+                       {"person": ["রবীন্দ্রনাথ", "নজরুল"]}, RNG) is None  # fmt: skip
 
 
 def test_relation_trap_asks_the_opposite_only_when_the_passage_is_silent_on_it() -> None:
@@ -128,12 +142,13 @@ DOC = Document(
     "রহিম মিয়া ১৯৭০ সালে গ্রামে একটি বিদ্যালয় প্রতিষ্ঠা করেন।",
 )
 OTHER = Document("k2", "শহর", "ঢাকা বাংলাদেশের রাজধানী। এটি বুড়িগঙ্গা নদীর তীরে অবস্থিত।")
+THIRD = Document("k3", "হাসপাতাল", "করিম শেখ ঢাকায় একটি হাসপাতাল তৈরি করেন।")
 
 
 @pytest.fixture(scope="module")
 def kinds_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("kinds") / "idx"
-    build_index([DOC, OTHER], out, HashEmbedder(), progress=False)
+    build_index([DOC, OTHER, THIRD], out, HashEmbedder(), progress=False)
     return out
 
 
@@ -143,8 +158,11 @@ def test_rule_kinds_are_added_after_the_same_other_examples(kinds_index: Path) -
     questions = [
         TrainingQuestion(Question("q1", "রহিম মিয়া কত সালে বিদ্যালয় প্রতিষ্ঠা করেন?", ["১৯৭০"], "k1")),
         TrainingQuestion(Question("q2", "ঢাকা কোন নদীর তীরে অবস্থিত?", ["বুড়িগঙ্গা"], "k2")),
+        # who-questions: their answers are the names entity traps swap
+        TrainingQuestion(Question("q3", "বিদ্যালয়টি কে প্রতিষ্ঠা করেন?", ["রহিম মিয়া"], "k1")),
+        TrainingQuestion(Question("q4", "হাসপাতালটি কে তৈরি করেন?", ["করিম শেখ"], "k3")),
     ]
-    splits = {"k1": "train", "k2": "val"}
+    splits = {"k1": "train", "k2": "val", "k3": "train"}
 
     def build() -> tuple[list, DataStats]:
         builder = ExampleBuilder(ctx, model, seed=0)

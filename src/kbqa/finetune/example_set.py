@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from functools import cached_property
 
+from kbqa.answers.language import question_type
 from kbqa.answers.normalize import answer_in_context, normalize_answer
+from kbqa.corpus.chunking import Chunk
 from kbqa.evals.datasets import Question
 from kbqa.finetune.data import ExampleBuilder, abstention_example, clean_target, shown_context
 from kbqa.finetune.examples import DataStats, ReaderExample
@@ -27,6 +28,7 @@ from kbqa.finetune.kinds import (
     causal_question,
     entity_trap,
     list_question,
+    name_lexicon,
     relation_trap,
     sentences,
 )
@@ -137,31 +139,30 @@ RULE_KINDS = ("why", "list", "trap")
 """The tags of made examples, as :class:`~kbqa.finetune.examples.DataStats` counts them."""
 
 
+def chunk_counter(chunks: Sequence[Chunk]) -> Callable[[str], int]:
+    """``word -> how many of chunks hold it`` (normalised; with a Bangla case ending too)."""
+    counts: Counter[str] = Counter()
+    for chunk in chunks:
+        counts.update(set(normalize_answer(chunk.text).split()))
+
+    def count(word: str) -> int:
+        w = normalize_answer(word)
+        return counts[w] + sum(counts[w + s] for s in SUFFIXES)
+
+    return count
+
+
 class KindMaker:
     """Makes the rule kinds' examples with an :class:`ExampleBuilder`'s retrieval and prompt.
 
     Args:
         builder: Renders prompts as served, over the training knowledge base's index.
-        pool: Candidate names for entity traps (other questions' answers).
+        names: Names by type for entity traps (:func:`~kbqa.finetune.kinds.name_lexicon`).
     """
 
-    def __init__(self, builder: ExampleBuilder, pool: Sequence[str]) -> None:
+    def __init__(self, builder: ExampleBuilder, names: Mapping[str, Sequence[str]]) -> None:
         self.builder = builder
-        self.pool = list(pool)
-
-    @cached_property
-    def _word_chunks(self) -> Counter[str]:
-        """How many chunks of the knowledge base hold each (normalised) word."""
-        counts: Counter[str] = Counter()
-        for chunk in self.builder.chunks:
-            counts.update(set(normalize_answer(chunk.text).split()))
-        return counts
-
-    def chunk_count(self, stem: str) -> int:
-        """Chunks holding ``stem`` as a word or with a case ending (:data:`SUFFIXES`)."""
-        word = normalize_answer(stem)
-        counts = self._word_chunks
-        return counts[word] + sum(counts[word + s] for s in SUFFIXES)
+        self.names = names
 
     def document_examples(
         self, doc_id: str, split: str, kinds: set[str], rng: random.Random
@@ -213,7 +214,7 @@ class KindMaker:
         records, (prompt, _, _, _) = showing
         shown = shown_context(prompt)
         asked = relation_trap(q.question, shown) or entity_trap(
-            q.question, q.answers, shown, self.pool, self.chunk_count, rng
+            q.question, q.answers, shown, self.names, rng
         )
         if asked is None:
             return None
@@ -254,8 +255,16 @@ def add_rule_kinds(
         raise ValueError(f"trap_ratio must be in [0, 1], got {trap_ratio!r}")
     rng = random.Random(f"{seed}:kinds")
     served, short = builders
-    pool = sorted({a.strip() for tq in questions for a in tq.question.answers[:1] if a.strip()})
-    makers = {id(b): KindMaker(b, pool) for b in (served, short) if b is not None}
+    names = name_lexicon(
+        (
+            (question_type(tq.question.question), a)
+            for tq in questions
+            for a in tq.question.answers[:1]
+            if trap_ratio and splits.get(tq.question.doc_id or tq.question.qid) == "train"
+        ),
+        chunk_counter(served.chunks) if trap_ratio else None,
+    )
+    makers = {id(b): KindMaker(b, names) for b in (served, short) if b is not None}
 
     def maker(split: str) -> KindMaker:
         use_short = split == "train" and short is not None and rng.random() >= served_share

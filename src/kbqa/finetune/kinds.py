@@ -27,11 +27,11 @@ does not apply.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import regex
 
-from kbqa.answers.normalize import answer_in_context, normalize_answer
+from kbqa.answers.normalize import normalize_answer
 from kbqa.finetune.yesno import SENTENCE_END, TRAILING
 
 _B, _E = r"(?<![\p{L}\p{M}])", r"(?![\p{L}\p{M}])"
@@ -243,9 +243,10 @@ def list_question(sentence: str) -> tuple[str, str] | None:
 _WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+(?:[-'][\p{L}\p{M}\p{N}]+)*")
 SUFFIXES = ("য়ের", "য়ের", "ের", "এর", "কে", "তে", "য়", "য়", "র")
 """Bangla case endings kept when a name is swapped (``নোবেলের`` -> ``<name>ের``)."""
+NAME_TYPES = ("person", "location")
+"""Question types whose answers are names (:func:`kbqa.answers.language.question_type`)."""
 RARE_CHUNKS = 3
-"""A question word in at most this many chunks of the knowledge base is a name (or as specific
-as one): the word an entity trap swaps."""
+"""A name is in at most this many chunks of the knowledge base (:func:`name_lexicon`)."""
 
 
 def _stem(word: str) -> tuple[str, str]:
@@ -256,61 +257,92 @@ def _stem(word: str) -> tuple[str, str]:
     return word, ""
 
 
+def is_name(word: str) -> bool:
+    """A word of three letters or more, without digits, capitalised if it is English."""
+    if len(word) < 3 or any(c.isdigit() for c in word) or not _WORD.fullmatch(word):
+        return False
+    return not word.isascii() or word[0].isupper()
+
+
+def name_lexicon(
+    answered: Iterable[tuple[str, str]], chunk_count: Callable[[str], int] | None = None
+) -> dict[str, list[str]]:
+    """The names of a training set by type: the words (:func:`is_name`, not question words) of
+    the answers of at most three words to its *who* and *where* questions.
+
+    Args:
+        answered: ``(question type, answer)`` pairs; types other than :data:`NAME_TYPES` are
+            ignored.
+        chunk_count: How many chunks of the knowledge base hold a word. With it, only words in
+            at most :data:`RARE_CHUNKS` chunks are names: Bangla has no capitals, and its
+            *who* and *where* answers hold common nouns too (``আদালত``, ``উপজেলা``).
+
+    Returns:
+        ``{type: sorted names}`` for each of :data:`NAME_TYPES`.
+    """
+    names: dict[str, set[str]] = {t: set() for t in NAME_TYPES}
+    for qtype, answer in answered:
+        words = answer.split()
+        if qtype in names and len(words) <= 3:
+            names[qtype].update(
+                _stem(w)[0] for w in words if is_name(w) and w.lower() not in QUESTION_WORDS
+            )
+    if chunk_count is not None:
+        names = {t: {n for n in ns if chunk_count(n) <= RARE_CHUNKS} for t, ns in names.items()}
+    return {t: sorted(n) for t, n in names.items()}
+
+
 def entity_trap(
     question: str,
     answers: Sequence[str],
     shown: str,
-    pool: Sequence[str],
-    chunk_count: Callable[[str], int],
+    names: Mapping[str, Sequence[str]],
     rng: random.Random,
 ) -> str | None:
-    """``question`` with its rarest word that ``shown`` (the passage read) holds swapped for a
-    name from ``pool`` that ``shown`` does not hold, so that the passage no longer answers it.
+    """``question`` with a name that ``shown`` (the passage read) holds swapped for another name
+    of the same type that ``shown`` does not hold, so that the passage no longer answers it.
 
     Args:
         question: The answerable question.
         answers: Its gold answers (their words are never swapped).
         shown: The context the reader is shown.
-        pool: Candidate names (other questions' one-word answers).
-        chunk_count: How many chunks of the knowledge base hold a word; only words in at most
-            :data:`RARE_CHUNKS` chunks are swapped (English: capitalised ones only).
-        rng: Seeded choice among candidates.
+        names: Names by type (:func:`name_lexicon`): a question word is a name when its stem is
+            one, and is swapped for one of the same type.
+        rng: Seeded choice of the word and the name.
 
     Returns:
-        The trap question, or None when no word qualifies or no name of the pool is absent
-        from ``shown``.
+        The trap question, or None when no question word is a name the passage holds, or
+        :data:`NAME_DRAWS` draws found no name of its type and script that ``shown`` lacks.
     """
+    kind = {n: t for t, ns in names.items() for n in ns}
     answer_words = {w for a in answers for w in normalize_answer(a).split()}
+    context = f" {normalize_answer(shown)} "
     candidates = []
     for m in _WORD.finditer(question):
         word = m.group(0)
         stem, _ = _stem(word)
-        if word.lower() in QUESTION_WORDS or normalize_answer(word) in answer_words:
+        if stem not in kind or word.lower() in QUESTION_WORDS:
             continue
-        if len(stem) < 3 or stem.isdigit() or not answer_in_context([word, stem], shown):
+        if normalize_answer(word) in answer_words or normalize_answer(stem) in answer_words:
             continue
-        if word.isascii() and (not word[0].isupper() or m.start() == 0):
-            continue
-        count = chunk_count(stem)
-        if count <= RARE_CHUNKS:
-            candidates.append((count, m.start(), word))
+        if any(f" {normalize_answer(w)} " in context for w in (word, stem)):
+            candidates.append((m.start(), word, stem))
     if not candidates:
         return None
-    _, start, word = min(candidates)
-    stem, ending = _stem(word)
-    names = [
-        p
-        for p in pool
-        if len(p.split()) == 1
-        and len(p) >= 3
-        and p.isascii() == word.isascii()
-        and not any(ch.isdigit() for ch in p)
-        and not answer_in_context([p], shown)
-    ]
-    if not names:
-        return None
-    name = rng.choice(names)
-    return question[:start] + name + ending + question[start + len(word) :]
+    start, word, stem = rng.choice(candidates)
+    ending = word[len(stem) :]
+    pool = names[kind[stem]]
+    for _ in range(NAME_DRAWS):
+        name = rng.choice(pool)
+        if name == stem or name.isascii() != word.isascii():
+            continue
+        if f" {normalize_answer(name)} " not in context:
+            return str(question[:start] + name + ending + question[start + len(word) :])
+    return None
+
+
+NAME_DRAWS = 50
+"""Random draws from the names before an entity trap gives up."""
 
 
 RELATIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -333,7 +365,6 @@ RELATIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("died", "born", ("born", "birth")),
     ("founded", "dissolved", ("dissolved", "closed", "abolished", "disbanded")),
     ("largest", "smallest", ("smallest",)),
-    ("first", "last", ("last", "final")),
     ("father", "mother", ("mother",)),
     ("mother", "father", ("father",)),
     ("husband", "wife", ("wife",)),

@@ -240,9 +240,8 @@ def add_rule_kinds(
     """``examples`` with the rule kinds added: every ``why``/``list`` question the documents'
     sentences give (of ``kinds``), and a trap for a seeded ``trap_ratio`` share of the
     answerable questions. Training examples are rendered by the short-window builder (the
-    second of ``builders``) for ``1 - served_share`` of them, as :func:`~kbqa.finetune.data.
-    build_examples` does; every draw is from its own stream, so the other examples are the same
-    with or without these.
+    second of ``builders``) for ``1 - served_share`` of them, as :func:`build_examples` does;
+    every draw is from its own stream, so the other examples are the same with or without these.
 
     Raises:
         ValueError: A kind not in :data:`RULE_KINDS` minus ``trap``, or ``trap_ratio`` outside

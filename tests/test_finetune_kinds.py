@@ -17,12 +17,14 @@ from kbqa.finetune.data import ExampleBuilder, shown_context
 from kbqa.finetune.example_set import add_rule_kinds, build_examples
 from kbqa.finetune.examples import DataStats
 from kbqa.finetune.kinds import (
+    MAX_SENTENCE_WORDS,
     causal_pairs,
     causal_question,
     entity_trap,
     list_question,
     name_lexicon,
     relation_trap,
+    sentences,
 )
 from kbqa.finetune.questions import TrainingQuestion
 from kbqa.index import build_index
@@ -56,6 +58,14 @@ def test_causal_question_refuses_short_clauses_and_long_causes() -> None:
     assert causal_question("নদীর পানি বেড়ে যায়", "বৃষ্টি", RNG) is None  # cause of 1 word
     long_cause = " ".join(["শব্দ"] * 13)
     assert causal_question("নদীর পানি বেড়ে যায়", long_cause, RNG) is None
+
+
+def test_sentences_over_the_limit_are_not_read() -> None:
+    # a long comma run took minutes in the list regex (a break-it trial): such text is skipped
+    assert list_question("ঢাকা, " * 2000) is None
+    assert causal_pairs("কারণ, " * 2000) == []
+    long = " ".join(["শব্দ"] * (MAX_SENTENCE_WORDS + 1))
+    assert sentences(f"ছোট একটি বাক্য। {long}।") == ["ছোট একটি বাক্য"]
 
 
 def test_list_question_asks_an_enumeration_in_place() -> None:
@@ -129,8 +139,19 @@ def test_relation_trap_asks_the_opposite_only_when_the_passage_is_silent_on_it()
     )
     assert relation_trap(born, "তিনি ১৮৬১ সালে জন্মগ্রহণ করেন এবং ১৯৪১ সালে মারা যান।") is None
     assert relation_trap("When was Scheele born?", "Scheele was born in Stralsund.") == (
-        "When was Scheele die?"
+        "When did Scheele die?"
     )
+    assert relation_trap("Where did the poet die?", "He was born in 1795, died in Rome.") is None
+    assert relation_trap("Where did the poet die?", "The poet lived in Rome.") == (
+        "Where was the poet born?"
+    )
+    # "Born" in a name is not the verb
+    assert relation_trap("Where was Born Smith born?", "Smith.") == "Where did Born Smith die?"
+    # a ZWNJ inside the word: জন্ম is not a word of জন্ম‌গ্রহণ
+    assert relation_trap("তিনি কবে জন্ম\u200cগ্রহণ করেন?", "তিনি ১৯০১ সালে জন্মগ্রহণ করেন।") is None
+    # a short stem is a whole word: মাস (month) does not hold মা (mother)
+    assert relation_trap("তাঁর পিতার নাম কী?", "তিনি তিন মাস ঢাকায় ছিলেন।") == "তাঁর মাতার নাম কী?"
+    assert relation_trap("তাঁর পিতার নাম কী?", "তাঁর মা ঢাকায় থাকতেন।") is None
     assert relation_trap("Where is the capital?", "The capital is Dhaka.") is None
 
 
@@ -203,6 +224,8 @@ def test_rule_kinds_are_added_after_the_same_other_examples(kinds_index: Path) -
 def test_config_names_an_unknown_rule_kind_and_keeps_old_settings_unchanged() -> None:
     with pytest.raises(ValueError, match=r"rule_kinds: unknown kind.*how"):
         ReaderConfig(train="t", kb="k", rule_kinds="why,how")
+    with pytest.raises(ValueError, match="names no kind"):
+        ReaderConfig(train="t", kb="k", rule_kinds=" , ")
     with pytest.raises(ValueError, match="trap_ratio"):
         ReaderConfig(train="t", kb="k", trap_ratio=1.5)
     plain = ReaderConfig(train="t", kb="k").data_settings()

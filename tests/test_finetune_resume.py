@@ -161,16 +161,31 @@ def test_a_new_run_on_other_examples_starts_from_a_trained_adapter(
     assert result.steps == 1  # a new run's numbering
     assert _loss(second, tok, probe) == pytest.approx(_loss(first, tok, probe), abs=1e-4)
     assert _loss(second, tok, probe) != pytest.approx(fresh, abs=1e-4)
-    # a folder that is not a LoRA checkpoint is named
-    (tmp_path / "gguf").mkdir()
-    with pytest.raises(InputError, match="no adapter_config.json: give a checkpoint folder"):
-        check_adapter_folder(tmp_path / "gguf")
-    with pytest.raises(InputError, match="is not a folder"):
-        check_adapter_folder(tmp_path / "missing")
+    check_adapter_folder(trained, cfg.lora_r, cfg.lora_alpha)  # the checks before any build
+    with pytest.raises(InputError, match="has LoRA r 16, these settings 8"):
+        check_adapter_folder(trained, 8, cfg.lora_alpha)
     cfg_r8 = _cfg(tmp_path / "c", max_steps=1, lora_r=8, init_adapter=str(trained))
     with pytest.raises(InputError, match="LoRA r"):
         train_reader(lora_model(_tiny_model(path), cfg_r8), tok, _examples(6), [], cfg_r8,
                      tmp_path / "c")  # fmt: skip
+
+
+def test_a_folder_that_is_not_a_lora_checkpoint_is_named(tmp_path: Path) -> None:
+    from kbqa.finetune.checkpoint import check_adapter_folder
+
+    folder = tmp_path / "adapter"
+    folder.mkdir()
+    with pytest.raises(InputError, match=r"no adapter_config\.json: give a checkpoint folder"):
+        check_adapter_folder(folder)
+    with pytest.raises(InputError, match="is not a folder"):
+        check_adapter_folder(tmp_path / "missing")
+    (folder / "adapter_config.json").write_text("[]")
+    (folder / "adapter_model.safetensors").write_bytes(b"garbage")
+    with pytest.raises(InputError, match="is not a JSON object"):
+        check_adapter_folder(folder)
+    (folder / "adapter_config.json").write_text('{"r": 16, "lora_alpha": 32}')
+    with pytest.raises(InputError, match="is not a safetensors file"):
+        check_adapter_folder(folder, 16, 32)
 
 
 def test_a_resumed_schedule_continues_at_its_step_after_a_short_warm_up() -> None:

@@ -87,20 +87,83 @@ def test_evidence_is_the_sentence_around_the_answer() -> None:
     )
 
 
+def _with(**changes: object) -> str:
+    """SQUAD with one question's fields changed (``qa__KEY``) or one paragraph's (``p__KEY``)."""
+    data = json.loads(json.dumps(SQUAD))
+    paragraph = data["data"][0]["paragraphs"][0]
+    for key, value in changes.items():
+        where, _, field = key.partition("__")
+        (paragraph["qas"][0] if where == "qa" else paragraph)[field] = value
+    return json.dumps(data)
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         ("not json", "is not a JSON file"),
-        ("[1, 2]", "not a SQuAD file"),
-        ('{"data": [{"title": "T"}]}', "not a SQuAD file: expected data -> paragraphs"),
+        ("[1, 2]", "the file is list, not an object"),
+        ('{"data": [{"title": "T"}]}', r"data\[0\] has no 'paragraphs'"),
+        ('{"data": null}', "data must be list, got NoneType"),
+        (_with(p__qas="abc"), r"paragraphs\[0\].qas must be list"),
+        (_with(p__context=None), "context must be str, got NoneType"),
+        (_with(qa__answers="the Seine"), r"qas\[0\].answers must be list, got str"),
+        (_with(qa__answers=["the Seine"]), r"answers\[0\] is str, not an object"),
+        (_with(qa__answers=[None]), r"answers\[0\] is NoneType, not an object"),
+        (_with(qa__question=None), "question must be str"),
+        (_with(qa__id=None), "id must be str or int"),
+        (_with(qa__is_impossible="false"), "is_impossible must be bool, got str"),
+        (_with(p__context="Paris \ud800"), "context is not valid Unicode"),
+        ("[" * 100_000 + "]" * 100_000, "is not a JSON file"),
+        ('{"data": []}', "no question kept"),
     ],
 )
-def test_bad_files_are_named(tmp_path: Path, text: str, message: str) -> None:
+def test_bad_files_are_named_and_nothing_is_written(
+    tmp_path: Path, text: str, message: str
+) -> None:
     src = tmp_path / "bad.json"
     src.write_text(text)
     with pytest.raises(InputError, match=message):
         write_squad_jsonl(src, tmp_path / "out")
     assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_an_offset_that_misses_is_found_and_blank_parts_are_dropped(tmp_path: Path) -> None:
+    data = json.loads(_with(qa__answers=[{"text": "the Seine", "answer_start": "abc"}]))
+    paragraphs = data["data"][0]["paragraphs"]
+    paragraphs[0]["qas"].append({"id": "b1", "question": "  ", "answers": []})
+    paragraphs.append({"context": " ", "qas": [{"id": "c1", "question": "Q?", "answers": []}]})
+    src = tmp_path / "train.json"
+    src.write_text(json.dumps(data))
+    qa, _, counts = write_squad_jsonl(src, tmp_path / "out")
+    assert counts["answerable"] == 1 and counts["dropped: blank question"] == 1
+    assert counts["dropped: blank paragraph"] == 1 and counts["documents"] == 1
+    (tq, _) = load_training_questions(qa)
+    assert tq.evidence == "It lies on the Seine."
+
+
+@pytest.mark.parametrize("prefix", ["", "../escaped", "/abs", ".hidden", "a\x00b"])
+def test_the_prefix_is_a_plain_file_name(tmp_path: Path, prefix: str) -> None:
+    src = tmp_path / "train.json"
+    src.write_text(json.dumps(SQUAD))
+    with pytest.raises(InputError, match="must be a plain file name"):
+        write_squad_jsonl(src, tmp_path / "out", prefix)
+
+
+def test_outputs_never_replace_the_input_or_half_land(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    src = out / "en_train.qa.jsonl"
+    src.write_text(json.dumps(SQUAD))
+    with pytest.raises(InputError, match="would be overwritten"):
+        write_squad_jsonl(src, out)
+    (out / "en_train_kb.jsonl").mkdir()  # the second output cannot be written
+    other = tmp_path / "train.json"
+    other.write_text(json.dumps(SQUAD))
+    with pytest.raises(InputError, match="exists and is not a file"):
+        write_squad_jsonl(other, out)
+    assert json.loads(src.read_text()) == SQUAD  # untouched
+    with pytest.raises(InputError, match="is a file, not a folder"):
+        write_squad_jsonl(other, other)
 
 
 def test_the_cli_converts_and_names_a_missing_file(tmp_path: Path) -> None:

@@ -253,12 +253,13 @@ def recover_copy(copy_to: Path) -> None:
     shutil.rmtree(_aside(copy_to, ".tmp"), ignore_errors=True)
 
 
-def check_adapter_folder(folder: Path) -> None:
+def check_adapter_folder(folder: Path, r: int | None = None, alpha: int | None = None) -> None:
     """Check that ``folder`` holds a peft LoRA adapter (``adapter_config.json`` and
-    :data:`ADAPTER_FILE`), as a checkpoint does.
+    :data:`ADAPTER_FILE`) as a checkpoint does, of LoRA rank ``r`` and ``alpha`` when given.
 
     Raises:
-        InputError: It is not a folder, lacks one of the two files, or its config is not JSON.
+        InputError: It is not a folder, lacks one of the two files, its config is not a JSON
+            object or names another rank or alpha, or its weights file is not safetensors.
     """
     if not folder.is_dir():
         raise InputError(f"{folder} is not a folder (a LoRA checkpoint folder was expected)")
@@ -268,10 +269,35 @@ def check_adapter_folder(folder: Path) -> None:
                 f"{folder} has no {name}: give a checkpoint folder (training/reader, "
                 "OUT/checkpoints/checkpoint-N), not an exported .gguf adapter"
             )
+    config = _adapter_config(folder)
+    for key, mine in (("r", r), ("lora_alpha", alpha)):
+        if mine is not None and config.get(key) != mine:
+            raise InputError(
+                f"{folder} has LoRA {key} {config.get(key)!r}, these settings {mine!r}"
+            )
+    from safetensors import SafetensorError, safe_open
+
     try:
-        json.loads((folder / "adapter_config.json").read_text("utf-8"))
+        with safe_open(str(folder / ADAPTER_FILE), framework="pt") as weights:
+            if not list(weights.keys()):
+                raise InputError(f"{folder / ADAPTER_FILE} holds no tensor")
+    except SafetensorError as e:
+        raise InputError(f"{folder / ADAPTER_FILE} is not a safetensors file: {e}") from e
+
+
+def _adapter_config(folder: Path) -> dict[str, Any]:
+    """``folder/adapter_config.json``.
+
+    Raises:
+        InputError: It is not a JSON object.
+    """
+    try:
+        config = json.loads((folder / "adapter_config.json").read_text("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"{folder}/adapter_config.json is not JSON: {e}") from e
+    if not isinstance(config, dict):
+        raise InputError(f"{folder}/adapter_config.json is not a JSON object")
+    return config
 
 
 def load_adapter_weights(model: Any, checkpoint: Path) -> None:
@@ -283,7 +309,7 @@ def load_adapter_weights(model: Any, checkpoint: Path) -> None:
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
-    config = json.loads((checkpoint / "adapter_config.json").read_text("utf-8"))
+    config = _adapter_config(checkpoint)
     ours = model.peft_config["default"]
     for key, mine in (("r", ours.r), ("lora_alpha", ours.lora_alpha)):
         if config.get(key) != mine:

@@ -285,6 +285,8 @@ class ReaderConfig:
         for name in not_negative:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.rule_kinds.strip() and not self.kinds:
+            raise ValueError(f"rule_kinds {self.rule_kinds!r} names no kind (why, list)")
         unknown = set(self.kinds) - {"why", "list"}
         if unknown:
             raise ValueError(

@@ -34,7 +34,11 @@ import regex
 from kbqa.answers.normalize import normalize_answer
 from kbqa.finetune.yesno import SENTENCE_END, TRAILING
 
-_B, _E = r"(?<![\p{L}\p{M}])", r"(?![\p{L}\p{M}])"
+_B, _E = r"(?<![\p{L}\p{M}\u200c\u200d])", r"(?![\p{L}\p{M}\u200c\u200d])"
+"""Word edges: a ZWNJ or ZWJ inside a Bangla word is part of it."""
+MAX_SENTENCE_WORDS = 80
+"""Longer sentences are not read by the causal and list rules (their regular expressions would
+take time quadratic in the length; real sentences with a list are far shorter)."""
 MAX_ANSWER_WORDS = 12
 """Longest answer a rule may make: the reader's answer budget is 32 tokens (about 12 Bangla
 words)."""
@@ -134,9 +138,10 @@ the word they follow."""
 
 
 def sentences(text: str) -> list[str]:
-    """``text`` cut after each danda, ``!`` or ``?``, whitespace folded, end marks dropped."""
+    """``text`` cut after each danda, ``!`` or ``?``, whitespace folded, end marks dropped;
+    sentences over :data:`MAX_SENTENCE_WORDS` words are left out."""
     out = (" ".join(s.split()).rstrip(TRAILING) for s in SENTENCE_END.split(text))
-    return [s for s in out if s]
+    return [s for s in out if s and len(s.split()) <= MAX_SENTENCE_WORDS]
 
 
 def ask_why(effect: str, rng: random.Random) -> str:
@@ -215,6 +220,8 @@ def list_question(sentence: str) -> tuple[str, str] | None:
     visible: ``সব স্কুল, বিশ্ববিদ্যালয় ও ডে কেয়ার`` gives ``স্কুল, বিশ্ববিদ্যালয় ও ডে``. The answer
     is the enumeration as written."""
     sentence = " ".join(sentence.split()).rstrip(TRAILING)
+    if len(sentence.split()) > MAX_SENTENCE_WORDS:
+        return None
     m = _MIDDLE.search(sentence)
     if m is None:
         return None
@@ -240,7 +247,7 @@ def list_question(sentence: str) -> tuple[str, str] | None:
     return asked + "?", answer
 
 
-_WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+(?:[-'][\p{L}\p{M}\p{N}]+)*")
+_WORD = regex.compile(r"[\p{L}\p{M}\p{N}\u200c\u200d]+(?:[-'][\p{L}\p{M}\p{N}\u200c\u200d]+)*")
 SUFFIXES = ("য়ের", "য়ের", "ের", "এর", "কে", "তে", "য়", "য়", "র")
 """Bangla case endings kept when a name is swapped (``নোবেলের`` -> ``<name>ের``)."""
 NAME_TYPES = ("person", "location")
@@ -361,8 +368,6 @@ RELATIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("স্বামী", "স্ত্রী", ("স্ত্রী",)),
     ("স্ত্রী", "স্বামী", ("স্বামী",)),
     ("বৃহত্তম", "ক্ষুদ্রতম", ("ক্ষুদ্রতম", "ছোট")),
-    ("born", "die", ("died", "death", "dead", "die")),
-    ("died", "born", ("born", "birth")),
     ("founded", "dissolved", ("dissolved", "closed", "abolished", "disbanded")),
     ("largest", "smallest", ("smallest",)),
     ("father", "mother", ("mother",)),
@@ -373,10 +378,21 @@ RELATIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("east", "west", ("west",)),
 )
 """``(words in the question, their opposite, stems of the opposite)``: a relation trap asks the
-opposite, and only when the passage holds none of its stems (so it cannot answer it)."""
-_RELATION_RES = tuple(
-    (regex.compile(rf"{_B}{regex.escape(said)}{_E}", regex.IGNORECASE), opposite, absent)
-    for said, opposite, absent in RELATIONS
+opposite, and only when the passage holds none of its stems (so it cannot answer it). Matched as
+written (lower case): ``Born`` in a name is not the verb. English birth and death are swapped
+with their verb forms (``was X born`` and ``did X die``) before these."""
+_RELATION_RES = (
+    # English birth and death change the verb's form: "when was X born" / "when did X die"
+    (
+        regex.compile(r"\b(?:was|were) (?P<who>[^?]{1,60}?) born\b"),
+        r"did \g<who> die",
+        ("died", "death", "dead", "die"),
+    ),
+    (regex.compile(r"\bdid (?P<who>[^?]{1,60}?) die\b"), r"was \g<who> born", ("born", "birth")),
+    *(
+        (regex.compile(rf"{_B}{regex.escape(said)}{_E}"), opposite, absent)
+        for said, opposite, absent in RELATIONS
+    ),
 )
 
 
@@ -387,7 +403,9 @@ def relation_trap(question: str, shown: str) -> str | None:
     for pattern, opposite, absent in _RELATION_RES:
         if pattern.search(question) is None:
             continue
-        if any(w.startswith(stem) for w in words for stem in absent):
-            continue
+        if any(
+            w == stem or (len(stem) >= 3 and w.startswith(stem)) for w in words for stem in absent
+        ):
+            continue  # a short stem (মা) must be the whole word: মাস is not মা
         return str(pattern.sub(opposite, question, count=1))
     return None

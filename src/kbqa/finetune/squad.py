@@ -14,13 +14,15 @@ XQuAD, one of kbqa's evaluation sets, is made of SQuAD v1.1 dev paragraphs.
 - Knowledge base (``<prefix>_kb.jsonl``): a document per paragraph, ``doc_id``, ``title``,
   ``text`` (the paragraph unchanged), ``source``, ``url`` (the English Wikipedia article).
 
-An answerable question none of whose answers occurs verbatim in its paragraph is dropped and
-counted.
+Dropped and counted: an answerable question none of whose answers occurs verbatim in its
+paragraph, a blank question, and a blank paragraph with its questions. Anything else that is not
+SQuAD's shape is refused, naming where it is; nothing is written then.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import urllib.parse
 from collections import Counter
@@ -42,84 +44,110 @@ def evidence_sentence(context: str, start: int, end: int) -> str:
     return context[first:last].strip()
 
 
-def _answers(qa: dict[str, Any], context: str) -> tuple[list[str], tuple[int, int] | None]:
+def _field(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """``obj[key]``, checked to be of ``kind`` (and, for text, valid Unicode).
+
+    Raises:
+        InputError: ``obj`` is not an object, lacks ``key``, or its value is of another type.
+    """
+    if not isinstance(obj, dict):
+        raise InputError(f"not a SQuAD file: {where} is {type(obj).__name__}, not an object")
+    if key not in obj:
+        raise InputError(f"not a SQuAD file: {where} has no {key!r}")
+    value = obj[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise InputError(f"{where}.{key} must be {names}, got {type(value).__name__}")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InputError(f"{where}.{key} is not valid Unicode (a lone surrogate)") from e
+    return value
+
+
+def _answers(
+    qa: dict[str, Any], context: str, where: str
+) -> tuple[list[str], tuple[int, int] | None]:
     """The distinct verbatim answers of ``qa`` and the span of the first."""
     answers: list[str] = []
     span = None
-    for given in qa.get("answers") or []:
-        text = str(given.get("text", "")).strip()
+    given_answers = _field(qa, "answers", list, where) if "answers" in qa else []
+    for i, given in enumerate(given_answers):
+        text = str(_field(given, "text", str, f"{where}.answers[{i}]")).strip()
         if not text or text in answers or text not in context:
             continue
         answers.append(text)
         if span is None:
-            start = int(given.get("answer_start", -1))
-            if context[start : start + len(text)] != text:
-                start = context.find(text)
+            start = given.get("answer_start")
+            if not isinstance(start, int) or context[start : start + len(text)] != text:
+                start = context.find(text)  # an offset that does not point at the text
             span = (start, start + len(text))
     return answers, span
 
 
 def convert_squad(
-    squad: dict[str, Any], source: str, id_prefix: str
+    squad: Any, source: str, id_prefix: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Counter[str]]:
     """``(questions, documents, counts)`` of a parsed SQuAD file.
 
     Raises:
-        InputError: Not SQuAD's shape (``data`` -> ``paragraphs`` -> ``context``, ``qas``).
+        InputError: Not SQuAD's shape (``data`` -> ``title``, ``paragraphs`` -> ``context``,
+            ``qas`` -> ``id``, ``question``, ``answers``), naming where.
     """
     questions: list[dict[str, Any]] = []
     docs: list[dict[str, Any]] = []
     counts: Counter[str] = Counter()
-    try:
-        articles = list(squad["data"])
-        for a, article in enumerate(articles):
-            title = str(article["title"])
-            url = "https://en.wikipedia.org/wiki/" + urllib.parse.quote(title, safe="()_,'-.:")
-            for p, paragraph in enumerate(article["paragraphs"]):
-                context, doc_id = str(paragraph["context"]), f"{id_prefix}-{a:03d}-{p:03d}"
-                docs.append(
-                    {
-                        "doc_id": doc_id,
-                        "title": title.replace("_", " "),
-                        "text": context,
-                        "source": source,
-                        "url": url,
-                    }
-                )
-                for qa in paragraph["qas"]:
-                    row = _question(qa, context, doc_id, source, id_prefix, counts)
-                    if row is not None:
-                        questions.append(row)
-    except (KeyError, TypeError) as e:
-        raise InputError(
-            f"not a SQuAD file: expected data -> paragraphs -> context and qas ({e!r})"
-        ) from e
+    seen: set[str] = set()
+    for a, article in enumerate(_field(squad, "data", list, "the file")):
+        where = f"data[{a}]"
+        title = _field(article, "title", str, where)
+        url = "https://en.wikipedia.org/wiki/" + urllib.parse.quote(title, safe="()_,'-.:")
+        for p, paragraph in enumerate(_field(article, "paragraphs", list, where)):
+            at = f"{where}.paragraphs[{p}]"
+            context = _field(paragraph, "context", str, at)
+            qas = _field(paragraph, "qas", list, at)
+            if not context.strip():
+                counts["dropped: blank paragraph"] += 1
+                counts["dropped: its questions"] += len(qas)
+                continue
+            doc_id = f"{id_prefix}-{a:03d}-{p:03d}"
+            doc = {"doc_id": doc_id, "title": title.replace("_", " "), "text": context}
+            docs.append(doc | {"source": source, "url": url})
+            for i, qa in enumerate(qas):
+                row = _question(qa, context, doc_id, f"{at}.qas[{i}]", counts)
+                if row is None:
+                    continue
+                row["qid"] = f"{id_prefix}-{row['qid']}"
+                if row["qid"] in seen:
+                    raise InputError(f"{at}.qas[{i}]: the question id {row['qid']!r} occurs twice")
+                seen.add(row["qid"])
+                questions.append(row | {"source": source})
     counts["documents"] = len(docs)
     return questions, docs, counts
 
 
 def _question(
-    qa: dict[str, Any],
-    context: str,
-    doc_id: str,
-    source: str,
-    id_prefix: str,
-    counts: Counter[str],
+    qa: Any, context: str, doc_id: str, where: str, counts: Counter[str]
 ) -> dict[str, Any] | None:
-    impossible = bool(qa.get("is_impossible", False))
-    answers, span = ([], None) if impossible else _answers(qa, context)
+    qid = _field(qa, "id", (str, int), where)
+    question = _field(qa, "question", str, where).strip()
+    impossible = _field(qa, "is_impossible", bool, where) if "is_impossible" in qa else False
+    answers, span = ([], None) if impossible else _answers(qa, context, where)
+    if not question:
+        counts["dropped: blank question"] += 1
+        return None
     if not impossible and span is None:
         counts["dropped: no answer verbatim"] += 1
         return None
     counts["unanswerable" if impossible else "answerable"] += 1
     return {
-        "qid": f"{id_prefix}-{qa['id']}",
-        "question": str(qa["question"]).strip(),
+        "qid": str(qid),
+        "question": question,
         "answers": answers,
         "doc_id": doc_id,
         "answerable": not impossible,
         "qtype": None,
-        "source": source,
         "evidence": evidence_sentence(context, *span) if span else "",
     }
 
@@ -131,28 +159,45 @@ def write_squad_jsonl(
     source: str = "SQuAD-train",
     id_prefix: str = "squad-train",
 ) -> tuple[Path, Path, Counter[str]]:
-    """Convert ``squad_path`` into ``out_dir/<prefix>.qa.jsonl`` and ``<prefix>_kb.jsonl``.
+    """Convert ``squad_path`` into ``out_dir/<prefix>.qa.jsonl`` and ``<prefix>_kb.jsonl``. Both
+    are written to temporary names and renamed into place, so a failure leaves neither.
 
     Returns:
         ``(questions path, knowledge base path, counts)``.
 
     Raises:
-        InputError: The file is missing, not JSON, not SQuAD's shape, or holds a question id
-            twice.
+        InputError: ``prefix`` is not a plain file name; ``out_dir`` is a file; the input is
+            missing, not JSON, not SQuAD's shape, one of the outputs, or keeps no question.
     """
+    if not prefix or prefix.startswith(".") or re.search(r"[/\\\x00]", prefix):
+        raise InputError(f"--prefix {prefix!r} must be a plain file name (no '/', not hidden)")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"--out {out_dir} is a file, not a folder")
+    paths = out_dir / f"{prefix}.qa.jsonl", out_dir / f"{prefix}_kb.jsonl"
+    for path in paths:
+        if path.exists() and not path.is_file():
+            raise InputError(f"{path} exists and is not a file")
+    if any(p.exists() and p.resolve() == Path(squad_path).resolve() for p in paths):
+        raise InputError(f"{squad_path} would be overwritten by the output: choose another --out")
     try:
-        squad = json.loads(Path(squad_path).read_text("utf-8"))
+        squad = json.loads(Path(squad_path).read_bytes().decode("utf-8"))
     except OSError as e:
         raise InputError(f"cannot read {squad_path}: {e.strerror or e}") from e
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"{squad_path} is not a JSON file: {e}") from e
-    if not isinstance(squad, dict):
-        raise InputError(f"{squad_path}: not a SQuAD file (a JSON object with 'data' expected)")
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise InputError(f"{squad_path} is not a JSON file in UTF-8: {e}") from e
     questions, docs, counts = convert_squad(squad, source, id_prefix)
-    if len({q["qid"] for q in questions}) != len(questions):
-        raise InputError(f"{squad_path}: a question id occurs twice")
+    if not questions:
+        raise InputError(f"{squad_path}: no question kept ({dict(counts) or 'no paragraph'})")
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = out_dir / f"{prefix}.qa.jsonl", out_dir / f"{prefix}_kb.jsonl"
-    for path, rows in zip(paths, (questions, docs), strict=True):
-        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    staged = [p.with_name(f".{p.name}.tmp") for p in paths]
+    try:
+        for path, rows in zip(staged, (questions, docs), strict=True):
+            path.write_text(
+                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8"
+            )
+        for tmp, path in zip(staged, paths, strict=True):
+            os.replace(tmp, path)
+    finally:
+        for tmp in staged:
+            tmp.unlink(missing_ok=True)
     return paths[0], paths[1], counts

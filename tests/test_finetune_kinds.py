@@ -20,13 +20,11 @@ from kbqa.finetune.kinds import (
     MAX_SENTENCE_WORDS,
     causal_pairs,
     causal_question,
-    entity_trap,
     list_question,
-    name_lexicon,
-    relation_trap,
     sentences,
 )
 from kbqa.finetune.questions import TrainingQuestion
+from kbqa.finetune.traps import entity_trap, name_lexicon, relation_trap
 from kbqa.index import build_index
 from kbqa.llm.fake import ScriptedChatModel
 from kbqa.prompts import ABSTENTION_PHRASE

@@ -23,17 +23,14 @@ from kbqa.evals.datasets import Question
 from kbqa.finetune.data import ExampleBuilder, abstention_example, clean_target, shown_context
 from kbqa.finetune.examples import DataStats, ReaderExample
 from kbqa.finetune.kinds import (
-    SUFFIXES,
     causal_pairs,
     causal_question,
-    entity_trap,
     list_question,
-    name_lexicon,
-    relation_trap,
     sentences,
 )
 from kbqa.finetune.paraphrase import paraphrase
 from kbqa.finetune.questions import TrainingQuestion
+from kbqa.finetune.traps import SUFFIXES, entity_trap, name_lexicon, relation_trap
 from kbqa.finetune.yesno import same_kind
 
 
@@ -67,16 +64,13 @@ def build_examples(
     """
     from tqdm import tqdm
 
-    ratios = (
-        ("negative_ratio", negative_ratio),
-        ("yes_no_ratio", yes_no_ratio),
-        ("redacted_share", redacted_share),
-        ("served_share", served_share),
-        ("paraphrase_share", paraphrase_share),
+    _check_ratios(
+        negative_ratio=negative_ratio,
+        yes_no_ratio=yes_no_ratio,
+        redacted_share=redacted_share,
+        served_share=served_share,
+        paraphrase_share=paraphrase_share,
     )
-    for name, ratio in ratios:
-        if not 0 <= ratio <= 1:
-            raise ValueError(f"{name} must be in [0, 1], got {ratio!r}")
     rng = random.Random(seed)
     pool = [clean_target(a) for tq in questions for a in tq.question.answers[:1] if a.strip()]
     stats = DataStats(questions=len(questions))
@@ -87,10 +81,7 @@ def build_examples(
         q = tq.question
         split = splits.get(q.doc_id or q.qid, "train")
         if not q.answerable and q.doc_id:  # annotated unanswerable (SQuAD 2.0): read its passage
-            own = builder.unanswerable(q, split)
-            if own is not None:
-                stats.count(own)
-                out.append(own)
+            out += _counted(stats, builder.unanswerable(q, split))
             continue
         if not q.answerable or not q.answers:
             stats.unusable += 1
@@ -118,10 +109,23 @@ def build_examples(
             if yn is not None:
                 made.append(yn)
                 truth = not truth
-        for ex in made:
-            stats.count(ex)
-            out.append(ex)
+        out += _counted(stats, *made)
     return out, stats
+
+
+def _counted(stats: DataStats, *examples: ReaderExample | None) -> list[ReaderExample]:
+    """The examples that were made (not None), each counted in ``stats``."""
+    made = [ex for ex in examples if ex is not None]
+    for ex in made:
+        stats.count(ex)
+    return made
+
+
+def _check_ratios(**ratios: float) -> None:
+    """Raises ValueError naming the first ratio outside [0, 1]."""
+    for name, ratio in ratios.items():
+        if not 0 <= ratio <= 1:
+            raise ValueError(f"{name} must be in [0, 1], got {ratio!r}")
 
 
 def _maybe_paraphrased(q: Question, share: float, rng: random.Random, stats: DataStats) -> Question:
@@ -250,8 +254,7 @@ def add_rule_kinds(
     unknown = set(kinds) - {"why", "list"}
     if unknown:
         raise ValueError(f"unknown rule kind(s) {sorted(unknown)}: choose from why, list")
-    if not 0 <= trap_ratio <= 1:
-        raise ValueError(f"trap_ratio must be in [0, 1], got {trap_ratio!r}")
+    _check_ratios(trap_ratio=trap_ratio)
     rng = random.Random(f"{seed}:kinds")
     served, short = builders
     names = name_lexicon(

@@ -30,7 +30,11 @@ from kbqa.finetune.data import ExampleBuilder
 from kbqa.finetune.example_set import add_rule_kinds, build_examples
 from kbqa.finetune.examples import PROMPT_STYLE, ReaderExample, read_examples, write_examples
 from kbqa.finetune.pipeline import resume_point, start_run, train_and_export, training_context
-from kbqa.finetune.questions import load_training_questions, split_by_document
+from kbqa.finetune.questions import (
+    TrainingQuestion,
+    load_training_questions,
+    split_by_document,
+)
 from kbqa.index import source_sha256
 
 log = logging.getLogger("kbqa.finetune")
@@ -83,30 +87,7 @@ def prepare_examples(
             f"(--val-fraction {cfg.val_fraction}): at least 2 are needed"
         )
     started = time.perf_counter()
-    examples, stats = build_examples(
-        questions,
-        builder,
-        splits=splits,
-        negative_ratio=cfg.negative_ratio,
-        redacted_share=cfg.redacted_share,
-        yes_no_ratio=cfg.yes_no_ratio,
-        seed=cfg.seed,
-        short_builder=short,
-        served_share=cfg.served_share if short else 1.0,
-        paraphrase_share=cfg.paraphrase_share,
-    )
-    if cfg.kinds or cfg.trap_ratio:
-        examples = add_rule_kinds(
-            examples,
-            stats,
-            questions,
-            (builder, short),
-            splits=splits,
-            kinds=cfg.kinds,
-            trap_ratio=cfg.trap_ratio,
-            served_share=cfg.served_share if short else 1.0,
-            seed=cfg.seed,
-        )
+    examples, stats = _build(cfg, questions, (builder, short), splits)
     write_examples(path, examples)
     split_record = {
         "seed": cfg.seed,
@@ -118,6 +99,43 @@ def prepare_examples(
     meta |= _stats_record(stats, splits)
     meta_path.write_text(json.dumps(meta, ensure_ascii=False, indent=1), "utf-8")
     return examples, meta
+
+
+def _build(
+    cfg: ReaderConfig,
+    questions: list[TrainingQuestion],
+    builders: tuple[ExampleBuilder, ExampleBuilder | None],
+    splits: dict[str, str],
+) -> tuple[list[ReaderExample], Any]:
+    """Every example of the run's settings: :func:`~kbqa.finetune.example_set.build_examples`,
+    then the rule kinds when asked for (:func:`~kbqa.finetune.example_set.add_rule_kinds`)."""
+    builder, short = builders
+    served_share = cfg.served_share if short else 1.0
+    examples, stats = build_examples(
+        questions,
+        builder,
+        splits=splits,
+        negative_ratio=cfg.negative_ratio,
+        redacted_share=cfg.redacted_share,
+        yes_no_ratio=cfg.yes_no_ratio,
+        seed=cfg.seed,
+        short_builder=short,
+        served_share=served_share,
+        paraphrase_share=cfg.paraphrase_share,
+    )
+    if cfg.kinds or cfg.trap_ratio:
+        examples = add_rule_kinds(
+            examples,
+            stats,
+            questions,
+            builders,
+            splits=splits,
+            kinds=cfg.kinds,
+            trap_ratio=cfg.trap_ratio,
+            served_share=served_share,
+            seed=cfg.seed,
+        )
+    return examples, stats
 
 
 def _example_builders(

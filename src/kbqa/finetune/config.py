@@ -287,7 +287,9 @@ class ReaderConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.rule_kinds.strip() and not self.kinds:
             raise ValueError(f"rule_kinds {self.rule_kinds!r} names no kind (why, list)")
-        unknown = set(self.kinds) - {"why", "list"}
+        from kbqa.finetune.kinds import MADE_KINDS
+
+        unknown = set(self.kinds) - set(MADE_KINDS)
         if unknown:
             raise ValueError(
                 f"rule_kinds: unknown kind(s) {', '.join(sorted(unknown))} (why, list)"

@@ -149,15 +149,7 @@ class ExampleBuilder:
             (clean_target(a) for a in q.answers if answer_in_context([a], shown)),
             clean_target(q.answers[0]),
         )
-        rank = next(
-            (
-                r["rank"]
-                for r in records
-                if r["chunk_id"] in kept
-                and answer_in_context(q.answers, self.chunks[r["chunk_id"]].text)
-            ),
-            0,
-        )
+        rank = self.answer_rank(records, kept, q.answers)
         return ReaderExample(
             q.qid,
             "span",
@@ -172,6 +164,20 @@ class ExampleBuilder:
             kept,
             rank,
             inserted,
+        )
+
+    def answer_rank(
+        self, records: Sequence[RetrievedRecord], kept: Sequence[int], answers: Sequence[str]
+    ) -> int:
+        """The rank of the first shown (``kept``) chunk that holds an answer; 0 when none."""
+        return next(
+            (
+                r["rank"]
+                for r in records
+                if r["chunk_id"] in kept
+                and answer_in_context(answers, self.chunks[r["chunk_id"]].text)
+            ),
+            0,
         )
 
     def showing(

@@ -23,6 +23,7 @@ from kbqa.evals.datasets import Question
 from kbqa.finetune.data import ExampleBuilder, abstention_example, clean_target, shown_context
 from kbqa.finetune.examples import DataStats, ReaderExample
 from kbqa.finetune.kinds import (
+    MADE_KINDS,
     causal_pairs,
     causal_question,
     list_question,
@@ -139,10 +140,6 @@ def _maybe_paraphrased(q: Question, share: float, rng: random.Random, stats: Dat
     return q
 
 
-RULE_KINDS = ("why", "list", "trap")
-"""The tags of made examples, as :class:`~kbqa.finetune.examples.DataStats` counts them."""
-
-
 def chunk_counter(chunks: Sequence[Chunk]) -> Callable[[str], int]:
     """``word -> how many of chunks hold it`` (normalised; with a Bangla case ending too)."""
     counts: Counter[str] = Counter()
@@ -161,7 +158,7 @@ class KindMaker:
 
     Args:
         builder: Renders prompts as served, over the training knowledge base's index.
-        names: Names by type for entity traps (:func:`~kbqa.finetune.kinds.name_lexicon`).
+        names: Names by type for entity traps (:func:`~kbqa.finetune.traps.name_lexicon`).
     """
 
     def __init__(self, builder: ExampleBuilder, names: Mapping[str, Sequence[str]]) -> None:
@@ -194,22 +191,14 @@ class KindMaker:
         if showing is None:
             return None
         records, (prompt, kept, qtype, lang) = showing
-        chunks = self.builder.chunks
-        rank = next(
-            (
-                r["rank"]
-                for r in records
-                if r["chunk_id"] in kept and answer_in_context([answer], chunks[r["chunk_id"]].text)
-            ),
-            0,
-        )
+        rank = self.builder.answer_rank(records, kept, [answer])
         return ReaderExample(
             qid, "span", split, doc_id, asked, prompt, answer, [answer], qtype, lang, kept, rank
         )
 
     def trap(self, q: Question, split: str, rng: random.Random) -> ReaderExample | None:
         """A ``QID#trap`` abstention example: ``q`` with a name or its relation swapped
-        (:func:`~kbqa.finetune.kinds.relation_trap`, else :func:`~kbqa.finetune.kinds.
+        (:func:`~kbqa.finetune.traps.relation_trap`, else :func:`~kbqa.finetune.traps.
         entity_trap`), read against ``q``'s own context (which holds ``q``'s answer: the lure);
         None when no swap applies."""
         showing = self.builder.showing(q.question, q.answers[0], q.doc_id)
@@ -248,10 +237,10 @@ def add_rule_kinds(
     every draw is from its own stream, so the other examples are the same with or without these.
 
     Raises:
-        ValueError: A kind not in :data:`RULE_KINDS` minus ``trap``, or ``trap_ratio`` outside
+        ValueError: A kind not in :data:`~kbqa.finetune.kinds.MADE_KINDS`, or ``trap_ratio`` outside
             [0, 1].
     """
-    unknown = set(kinds) - {"why", "list"}
+    unknown = set(kinds) - set(MADE_KINDS)
     if unknown:
         raise ValueError(f"unknown rule kind(s) {sorted(unknown)}: choose from why, list")
     _check_ratios(trap_ratio=trap_ratio)

@@ -30,6 +30,8 @@ WORD_START, WORD_END = r"(?<![\p{L}\p{M}\u200c\u200d])", r"(?![\p{L}\p{M}\u200c\
 MAX_SENTENCE_WORDS = 80
 """Longer sentences are not read by the causal and list rules (their regular expressions would
 take time quadratic in the length; real sentences with a list are far shorter)."""
+MADE_KINDS = ("why", "list")
+"""The kinds ``--rule-kinds`` names (a trap is asked for with ``--trap-ratio``)."""
 MAX_ANSWER_WORDS = 12
 """Longest answer a rule may make: the reader's answer budget is 32 tokens (about 12 Bangla
 words)."""

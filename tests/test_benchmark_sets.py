@@ -1,10 +1,10 @@
 """The hand-written evaluation sets in ``benchmarks/data`` (see its README).
 
 ``bn_natural.qa.jsonl``: natural Bangla questions over ordinary Wikipedia pages of the Bangla KB,
-about a fifth of them unanswerable. ``traps.qa.jsonl``: Bangla and English lexical traps, all
-unanswerable. The first tests need only the repository; the ones that check doc ids and answer
-spans against the knowledge bases need ``../shared/data`` (or ``$KBQA_DATA_DIR``) and skip
-without it.
+at least a fifth of them unanswerable (issue 32). ``traps.qa.jsonl``: Bangla and English lexical
+traps, all unanswerable. The first tests need only the repository; the ones that check doc ids
+and answer spans against the knowledge bases need ``../shared/data`` (or ``$KBQA_DATA_DIR``) and
+skip without it.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_natural_size_and_unanswerable_share(natural: list[Question]) -> None:
     assert len(natural) >= 60
     unanswerable = [q for q in natural if not q.answerable]
     assert len(unanswerable) >= 12
-    assert 0.15 <= len(unanswerable) / len(natural) <= 0.25
+    assert 0.20 <= len(unanswerable) / len(natural) <= 0.30
     assert all(q.answers == [] for q in unanswerable)
     assert all(q.answers for q in natural if q.answerable)
     assert len({q.doc_id for q in natural}) >= 30

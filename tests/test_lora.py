@@ -51,8 +51,14 @@ def test_adapter_for_another_base_is_refused(tmp_path: Path) -> None:
 
 
 def test_malformed_adapters_are_named(tmp_path: Path) -> None:
-    with pytest.raises(ModelError, match="LoRA adapter not found"):
+    with pytest.raises(ModelError, match="LoRA adapter not found") as missing:
         lora.load_adapter(str(tmp_path / "missing"))
+    assert "training checkpoint" not in str(missing.value)
+    checkpoint = tmp_path / "checkpoint"  # what `kbqa finetune reader` saves, not yet exported
+    checkpoint.mkdir()
+    (checkpoint / "adapter_model.safetensors").write_bytes(b"")
+    with pytest.raises(ModelError, match="training checkpoint: `kbqa finetune export"):
+        lora.load_adapter(str(checkpoint))
     no_base = _adapter(tmp_path, base_sha=None, name="nobase")
     with pytest.raises(ModelError, match="does not say which base"):
         lora.load_adapter(str(no_base))

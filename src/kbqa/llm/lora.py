@@ -82,7 +82,10 @@ def load_adapter(spec: str) -> Adapter:
     if path.is_dir():
         path = path / ADAPTER_FILE
     if not path.is_file():
-        raise ModelError(f"LoRA adapter not found: {spec} (a directory with {ADAPTER_FILE})")
+        hint = ""
+        if (path.parent / "adapter_model.safetensors").is_file():
+            hint = f"; it is a training checkpoint: `kbqa finetune export {spec} --out DIR` first"
+        raise ModelError(f"LoRA adapter not found: {spec} (a directory with {ADAPTER_FILE}){hint}")
     with path.open("rb") as fh:
         if fh.read(4) != b"GGUF":
             raise ModelError(f"{path} is not a GGUF file (it does not start with GGUF)")

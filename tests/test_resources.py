@@ -48,3 +48,38 @@ def test_nothing_handed_in_loads_from_the_settings(tiny_index: Path) -> None:
     assert retriever_for(ctx) is retriever_for(Context(index_dir=str(tiny_index),
                                                        embedder="fake/hash"))  # fmt: skip
     assert web_search_for(ctx) is None
+
+
+def test_english_questions_go_to_their_own_reader(tiny_index: Path) -> None:
+    """Issue 32 part 7: ``model_en`` (and ``reader_adapter_en``) read the questions classify
+    finds English; Bangla ones keep ``model``."""
+    base = {"index_dir": str(tiny_index), "embedder": "fake/hash", "web_search": "off"}
+    ctx = Context(**base, model="fake/script:বুড়িগঙ্গা#bn-route",
+                  model_en="fake/script:Seine#en-route", cross_check="off")  # fmt: skip
+    assert ctx.reader_for("en") == ("fake/script:Seine#en-route", "")
+    assert ctx.reader_for("bn") == ctx.reader_for(None) == ("fake/script:বুড়িগঙ্গা#bn-route", "")
+    assert chat_model_for(ctx, "en") is not chat_model_for(ctx, "bn")
+    english = graph.invoke({"question": "On which river does Paris lie?"}, context=ctx)
+    bangla = graph.invoke({"question": "ঢাকা কোন নদীর তীরে অবস্থিত?"}, context=ctx)
+    assert (english["language"], english["answer"]) == ("en", "Seine")
+    assert (bangla["language"], bangla["answer"]) == ("bn", "বুড়িগঙ্গা")
+    # without an English setting, both languages read with the one reader
+    plain = Context(**base, model="fake/script:Seine#one-reader")
+    assert plain.reader_for("en") == plain.reader_for("bn")
+    assert chat_model_for(plain, "en") is chat_model_for(plain, "bn")
+    # an English adapter alone reads English with the same base and that adapter
+    default = Context(**base).model
+    assert Context(**base, reader_adapter_en="ad/en").reader_for("en") == (default, "ad/en")
+    assert Context(**base, reader_adapter="ad/bn").reader_for("en") == (default, "ad/bn")
+    with pytest.raises(ValueError, match="a llm_url server serves one model"):
+        Context(**base, llm_url="http://127.0.0.1:1/v1", model_en="qwen2.5-coder-1.5b")
+
+
+def test_an_english_reader_that_cannot_load_is_an_error(tiny_index: Path) -> None:
+    from kbqa.errors import ModelError
+    from kbqa.resources import check_models
+
+    ctx = Context(index_dir=str(tiny_index), embedder="fake/hash", model="fake/abstain",
+                  model_en="no-such-model")  # fmt: skip
+    with pytest.raises(ModelError, match="no-such-model"):
+        check_models(ctx)

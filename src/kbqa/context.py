@@ -55,6 +55,20 @@ class Context:
             "one)."
         },
     )
+    model_en: str = field(
+        default="",
+        metadata={
+            "description": "Reader for the questions classify finds English: a model name or a "
+            ".gguf path (with --reader-adapter-en); empty = --model."
+        },
+    )
+    reader_adapter_en: str = field(
+        default="",
+        metadata={
+            "description": "LoRA adapter of the English reader (--model-en, else --model); "
+            "empty = --reader-adapter when --model-en is empty too, else that model's own."
+        },
+    )
     llm_url: str = field(
         default="",
         metadata={
@@ -310,6 +324,14 @@ class Context:
         """The grounding that runs: ``constrained`` needs a logits processor in this process,
         so a reader behind ``llm_url`` grounds its answer afterwards (``snap``)."""
         return "snap" if self.llm_url and self.grounding == "constrained" else self.grounding
+
+    def reader_for(self, language: str | None) -> tuple[str, str]:
+        """The reader's model and adapter for a question in ``language``: ``(model_en or
+        model, reader_adapter_en)`` for English when either English setting is given, else
+        ``(model, reader_adapter)``."""
+        if language == "en" and (self.model_en or self.reader_adapter_en):
+            return self.model_en or self.model, self.reader_adapter_en
+        return self.model, self.reader_adapter
 
     def abstention_for(self, language: str | None) -> str:
         """The abstention answer for a question in ``language`` (``en``: ``abstention_phrase_en``,

@@ -160,18 +160,26 @@ def _reranker(name: str, retriever: Any, n_threads: int) -> Reranker | None:
     return load_reranker(name, getattr(retriever, "term_idf", None))
 
 
-def chat_model_for(ctx: Context) -> BaseChatModel:
-    """The run's reader: the one handed in (``ctx.resources.reader``), else the shared chat
-    model of the settings (behind ``ctx.llm_url`` when set)."""
+def chat_model_for(ctx: Context, language: str | None = None) -> BaseChatModel:
+    """The run's reader for a question in ``language`` (``bn``, ``en``; None: the default
+    reader): the one handed in (``ctx.resources.reader``), else the shared chat model of the
+    settings (:meth:`~kbqa.context.Context.reader_for`: ``model_en`` for English when set;
+    behind ``ctx.llm_url`` when set)."""
     if _given(ctx).reader is not None:
         return _given(ctx).reader  # type: ignore[no-any-return]
-    if ctx.llm_url:
+    model, adapter = ctx.reader_for(language)
+    if ctx.llm_url:  # the context refuses an English reader beside a server
         from kbqa.llm.server import load_server_chat_model
 
         return load_server_chat_model(
-            ctx.llm_url, ctx.llm_model, ctx.model, ctx.reader_adapter, ctx.n_ctx, ctx.llm_timeout
+            ctx.llm_url, ctx.llm_model, model, adapter, ctx.n_ctx, ctx.llm_timeout
         )
-    return load_chat_model(ctx.model, ctx.n_ctx, ctx.n_threads, adapter=ctx.reader_adapter)
+    return load_chat_model(model, ctx.n_ctx, ctx.n_threads, adapter=adapter)
+
+
+def routes_english(ctx: Context) -> bool:
+    """English questions have a reader of their own (``model_en`` or ``reader_adapter_en``)."""
+    return ctx.reader_for("en") != ctx.reader_for(None)
 
 
 def verifier_name(ctx: Context) -> str:
@@ -236,6 +244,8 @@ def check_models(ctx: Context) -> None:
     if not ctx.use_llm:
         return
     check_model_name(ctx.model, ctx.reader_adapter)
+    if routes_english(ctx):
+        check_model_name(*ctx.reader_for("en"))
     if ctx.verifier_model or ctx.verifier_adapter:
         check_model_name(verifier_name(ctx), ctx.verifier_adapter, "verifier")
 
@@ -251,8 +261,8 @@ def preload(ctx: Context) -> str | None:
     Raises:
         ValueError: A file a setting names is missing (:meth:`~kbqa.context.Context.check_paths`).
         IndexLoadError: The index cannot be loaded.
-        ModelError: An unknown model name, a missing ``.gguf`` or a bad adapter; a verifier
-            that cannot load.
+        ModelError: An unknown model name, a missing ``.gguf`` or a bad adapter; an English
+            reader (``model_en``) or a verifier that cannot load.
     """
     from kbqa.errors import ModelError
 
@@ -267,6 +277,8 @@ def preload(ctx: Context) -> str | None:
         if ctx.llm_url:  # a server that was asked for and is not there is an error
             raise
         return str(exc)
+    if routes_english(ctx):  # asked for by name: one that cannot load is an error
+        chat_model_for(ctx, "en")
     if ctx.verify:
         verifier_for(ctx)
     return None

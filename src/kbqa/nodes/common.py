@@ -108,10 +108,11 @@ def fail_soft(node: str, failed: str, error_field: str | None = None) -> Callabl
 def answer_state(
     state: State, ctx: Context, passages: list[tuple[int, Passage]], variant: str = "coverage"
 ) -> Reading:
-    """:func:`~kbqa.answers.reading.generate_answer` with the run's reader and the state's
-    question, type and language."""
+    """:func:`~kbqa.answers.reading.generate_answer` with the run's reader for the state's
+    language (``--model-en`` for English when set) and the state's question, type and
+    language."""
     return generate_answer(
-        chat_model_for(ctx),
+        chat_model_for(ctx, state.get("language")),
         ctx,
         state["question"],
         passages,

@@ -64,6 +64,13 @@ def shipped_adapter(name: str) -> Path:
     return path
 
 
+def _what_instead(folder: Path, spec: str) -> str:
+    """What an adapter path should have been, said for a training checkpoint too."""
+    if (folder / "adapter_model.safetensors").is_file():
+        return f"it is a training checkpoint: `kbqa finetune export {spec} --out DIR` first"
+    return f"a directory with {ADAPTER_FILE}"
+
+
 @functools.cache
 def load_adapter(spec: str) -> Adapter:
     """Read an adapter directory or ``.gguf`` file (once per process).
@@ -82,10 +89,7 @@ def load_adapter(spec: str) -> Adapter:
     if path.is_dir():
         path = path / ADAPTER_FILE
     if not path.is_file():
-        hint = ""
-        if (path.parent / "adapter_model.safetensors").is_file():
-            hint = f"; it is a training checkpoint: `kbqa finetune export {spec} --out DIR` first"
-        raise ModelError(f"LoRA adapter not found: {spec} (a directory with {ADAPTER_FILE}){hint}")
+        raise ModelError(f"LoRA adapter not found: {spec} ({_what_instead(path.parent, spec)})")
     with path.open("rb") as fh:
         if fh.read(4) != b"GGUF":
             raise ModelError(f"{path} is not a GGUF file (it does not start with GGUF)")

@@ -59,6 +59,9 @@ def test_english_questions_go_to_their_own_reader(tiny_index: Path) -> None:
     assert ctx.reader_for("en") == ("fake/script:Seine#en-route", "")
     assert ctx.reader_for("bn") == ctx.reader_for(None) == ("fake/script:বুড়িগঙ্গা#bn-route", "")
     assert chat_model_for(ctx, "en") is not chat_model_for(ctx, "bn")
+    assert ctx.readers_said() == (
+        "model fake/script:বুড়িগঙ্গা#bn-route (English: fake/script:Seine#en-route)"
+    )
     english = graph.invoke({"question": "On which river does Paris lie?"}, context=ctx)
     bangla = graph.invoke({"question": "ঢাকা কোন নদীর তীরে অবস্থিত?"}, context=ctx)
     assert (english["language"], english["answer"]) == ("en", "Seine")
@@ -66,6 +69,7 @@ def test_english_questions_go_to_their_own_reader(tiny_index: Path) -> None:
     # without an English setting, both languages read with the one reader
     plain = Context(**base, model="fake/script:Seine#one-reader")
     assert plain.reader_for("en") == plain.reader_for("bn")
+    assert plain.readers_said() == "model fake/script:Seine#one-reader"
     assert chat_model_for(plain, "en") is chat_model_for(plain, "bn")
     # an English adapter alone reads English with the same base and that adapter
     default = Context(**base).model

@@ -333,6 +333,13 @@ class Context:
             return self.model_en or self.model, self.reader_adapter_en
         return self.model, self.reader_adapter
 
+    def readers_said(self) -> str:
+        """``model NAME``, with the English reader when it is another (for banners)."""
+        model, adapter = self.reader_for("en")
+        if (model, adapter) == self.reader_for(None):
+            return f"model {self.model}"
+        return f"model {self.model} (English: {model}{f' + {adapter}' if adapter else ''})"
+
     def abstention_for(self, language: str | None) -> str:
         """The abstention answer for a question in ``language`` (``en``: ``abstention_phrase_en``,
         else ``abstention_phrase``)."""

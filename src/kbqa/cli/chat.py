@@ -320,7 +320,7 @@ def chat(
     if not as_json:
         resumed = f"resumed thread {thread}" if thread else f"thread {session.thread}"
         session.say(
-            f"kbqa chat: {ctx.index_dir}, model {ctx.model}, {resumed} in {_store(db)}; "
+            f"kbqa chat: {ctx.index_dir}, {ctx.readers_said()}, {resumed} in {_store(db)}; "
             "/help for commands, Ctrl-D to leave",
             soft_wrap=True,
         )

@@ -58,7 +58,9 @@ def serve(
         service.store.close()
         fail(f"cannot serve on {LOOPBACK}:{port}: {exc.strerror or exc}")
     url = f"http://{LOOPBACK}:{sock.getsockname()[1]}/"
-    typer.echo(f"kbqa serve: {url} ({ctx.index_dir}, model {ctx.model}); Ctrl-C stops it", err=True)
+    typer.echo(
+        f"kbqa serve: {url} ({ctx.index_dir}, {ctx.readers_said()}); Ctrl-C stops it", err=True
+    )
     server = uvicorn.Server(uvicorn.Config(application, log_level="warning"))
     try:
         server.run(sockets=[sock])

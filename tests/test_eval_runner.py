@@ -542,3 +542,23 @@ def test_an_out_through_a_file_or_a_broken_link_is_named(
     code, text = fake_eval(qa_file, tiny_index, tmp_path / "dangling", "--model", "fake/abstain")
     assert code == 2 and "is a broken link" in text, text
     assert (tmp_path / "afile").read_text() == "x" and not (tmp_path / "nowhere").exists()
+
+
+def test_english_read_by_its_own_reader_in_an_eval_run(
+    tiny_index: Path, qa_file: Path, tmp_path: Path
+) -> None:
+    """Issue 32 part 7: ``--model-en`` reads the English questions of a run, the summary names
+    both readers, and ``--models`` (one model per process) refuses it."""
+    qs = [q for q in load_questions(qa_file) if q.qid in ("q1", "q3")]  # Bangla, English
+    ctx = fake_ctx(tiny_index, model="fake/script:ঢাকা#eval-bn", model_en="fake/script:Paris#eval-en",
+                   cross_check="off", web_search="off")  # fmt: skip
+    run = evaluate_questions(qs, ctx, tmp_path / "run", progress=False)
+    assert {r["qid"]: r["answer"] for r in run.records} == {"q1": "ঢাকা", "q3": "Paris"}
+    assert run.summary["model"] == "fake/script:ঢাকা#eval-bn"
+    assert run.summary["model_en"] == "fake/script:Paris#eval-en"
+    plain = evaluate_questions(qs, fake_ctx(tiny_index), tmp_path / "plain", progress=False)
+    assert "model_en" not in plain.summary
+    res = runner.invoke(app, ["eval", str(qa_file), "--index", str(tiny_index), "--embedder",
+                              "fake/hash", "--models", "fake/abstain", "--model-en",
+                              "fake/abstain", "--out", str(tmp_path / "r")])  # fmt: skip
+    assert res.exit_code == 2 and "not with --models" in res.output

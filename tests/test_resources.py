@@ -77,6 +77,9 @@ def test_english_questions_go_to_their_own_reader(tiny_index: Path) -> None:
     assert Context(**base, reader_adapter="ad/bn").reader_for("en") == (default, "ad/bn")
     with pytest.raises(ValueError, match="a llm_url server serves one model"):
         Context(**base, llm_url="http://127.0.0.1:1/v1", model_en="qwen2.5-coder-1.5b")
+    handed = Resources(reader=ScriptedChatModel.from_name("fake/abstain"))
+    with pytest.raises(ValueError, match="cannot go with a handed-in reader"):
+        Context(**base, resources=handed, reader_adapter_en="ad/en")
 
 
 def test_an_english_reader_that_cannot_load_is_an_error(tiny_index: Path) -> None:

@@ -59,7 +59,8 @@ class Context:
         default="",
         metadata={
             "description": "Reader for the questions classify finds English: a model name or a "
-            ".gguf path (with --reader-adapter-en); empty = --model."
+            ".gguf path (with --reader-adapter-en); empty = --model. A given "
+            "--abstention-threshold holds for both readers; the verifier stays --model's."
         },
     )
     reader_adapter_en: str = field(
@@ -338,7 +339,7 @@ class Context:
         model, adapter = self.reader_for("en")
         if (model, adapter) == self.reader_for(None):
             return f"model {self.model}"
-        return f"model {self.model} (English: {model}{f' + {adapter}' if adapter else ''})"
+        return f"model {self.model} (English: {f'{model} + {adapter}' if adapter else model})"
 
     def abstention_for(self, language: str | None) -> str:
         """The abstention answer for a question in ``language`` (``en``: ``abstention_phrase_en``,

@@ -214,18 +214,25 @@ def _room_for_a_prompt(c: Any) -> str | None:
     return None
 
 
-def _one_model_behind_a_server(c: Any) -> str | None:
-    if c.llm_url and (c.model_en or c.reader_adapter_en):
+def _english_reader(c: Any) -> str | None:
+    if not (c.model_en or c.reader_adapter_en):
+        return None
+    if c.llm_url:
         return (
             "model_en and reader_adapter_en need the reader in this process: a llm_url server "
             "serves one model (give English questions a server of their own)"
+        )
+    if c.resources is not None and getattr(c.resources, "reader", None) is not None:
+        return (
+            "model_en and reader_adapter_en cannot go with a handed-in reader "
+            "(resources.reader reads every question)"
         )
     return None
 
 
 RULES: tuple[Callable[[Any], str | None], ...] = (
     _fusion_weights,
-    _one_model_behind_a_server,
+    _english_reader,
     _rerank_pool,
     _retriever_object,
     _resources_object,

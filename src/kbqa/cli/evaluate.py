@@ -46,6 +46,8 @@ def _default_run_dir(questions: Path, ctx: Context, ablate: bool, models: str | 
 
     data_tag = f"{questions.resolve().parent.name}-{questions.stem}"
     what = "ablate" if ablate else "models" if models is not None else model_tag(ctx.model)
+    if ctx.model_en and models is None:  # English read by another model: another run
+        what += f"-en-{model_tag(ctx.model_en)}"
     strategy = (index_identity(Path(ctx.index_dir)) or {}).get("strategy")
     suffix = f"-{strategy}" if strategy and strategy != "coverage" else ""
     return Path("runs") / f"eval-{data_tag}-{what}{suffix}"
@@ -304,6 +306,10 @@ def _compare_models(
         check_model_name(name)
     if settings.get("reader_adapter"):
         fail("--reader-adapter applies to one model; not with --models")
+    if settings.get("model_en") or settings.get("reader_adapter_en"):
+        fail(
+            "--model-en and --reader-adapter-en would read every model's English; not with --models"
+        )
     if Path(run_dir).exists() and not Path(run_dir).is_dir():
         fail(f"cannot write the run to {run_dir}: it is a file")
     per_model = {k: v for k, v in settings.items() if k != "model"}

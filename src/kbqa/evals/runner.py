@@ -33,7 +33,7 @@ from kbqa.evals.run_dir import (
 )
 from kbqa.evals.summary import summarize
 from kbqa.index import peak_rss_mib
-from kbqa.resources import chat_model_for, retriever_for, verifier_for
+from kbqa.resources import chat_model_for, retriever_for, routes_english, verifier_for
 from kbqa.tracing import langsmith_client, upload_enabled
 from kbqa.version import __version__
 
@@ -191,12 +191,7 @@ def evaluate_questions(
     if max_concurrency < 1:
         raise InputError(f"max_concurrency must be >= 1, got {max_concurrency}")
     d = Path(out_dir)
-    # load (and so validate) index and model before the run directory is created or cleared
-    retriever_for(ctx)
-    if ctx.use_llm:
-        chat_model_for(ctx)
-        if ctx.verify:
-            verifier_for(ctx)  # a verifier that cannot load is an error here, not per question
+    _load_parts(ctx)  # before the run directory is created or cleared
     done = prepare_run_dir(d, config or run_config(None, None, ctx), overwrite=overwrite)
     todo = [q for q in questions if q.qid not in done]
     by_example = {example_id(q.qid): q for q in todo}
@@ -273,8 +268,29 @@ def _start(
             max_concurrency=max_concurrency,
             blocking=False,
             experiment_prefix=experiment_prefix,
-            metadata={"model": ctx.model, "index_dir": ctx.index_dir, "kbqa_version": __version__},
+            metadata={**_models(ctx), "index_dir": ctx.index_dir, "kbqa_version": __version__},
         )
+
+
+def _load_parts(ctx: Context) -> None:
+    """Load (and so validate) the index and the readers (the English one too, when it is
+    another) and the verifier when on: one that cannot load is an error here, not per
+    question."""
+    retriever_for(ctx)
+    if ctx.use_llm:
+        chat_model_for(ctx)
+        if routes_english(ctx):
+            chat_model_for(ctx, "en")
+        if ctx.verify:
+            verifier_for(ctx)
+
+
+def _models(ctx: Context) -> dict[str, str]:
+    """The run's reader (``model``) and, when English questions have their own, ``model_en``."""
+    if not routes_english(ctx):
+        return {"model": ctx.model}
+    model, adapter = ctx.reader_for("en")
+    return {"model": ctx.model, "model_en": f"{model} + {adapter}" if adapter else model}
 
 
 @contextlib.contextmanager
@@ -310,7 +326,7 @@ def _write_summary(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     records = [done[q.qid] for q in questions if q.qid in done]
     summary = summarize(records)
-    summary.update(model=ctx.model, index_dir=ctx.index_dir)
+    summary.update(**_models(ctx), index_dir=ctx.index_dir)
     summary.update(_run_fields(d, ran, wall, graph_s))
     if partial:
         summary["partial"] = True

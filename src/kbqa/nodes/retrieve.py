@@ -35,7 +35,7 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     update: dict[str, Any] = {"retrieved": retrieved, "retrieval_mode": mode}
     if ctx.use_llm:
         try:
-            chat_model_for(ctx)
+            chat_model_for(ctx, state.get("language"))  # classify has run: the question's reader
         except ModelError as exc:
             log.info("LLM unavailable, answering with the pattern extractor: %s", exc)
             update["llm_error"] = f"{type(exc).__name__}: {exc}"

@@ -9,7 +9,8 @@ reranking. No LLM runs. Selectors:
 - ``fused k=K``: the default (fused top k, each with its previous chunk), and one more chunk;
 - ``NAME w=W``: the fused top ``--pool`` reranked by each of ``--rerankers`` (``lexical``:
   :class:`~kbqa.retrieval.rerank.SentenceReranker`; a ``kbqa finetune reranker`` directory:
-  the LLM reranker) with fused weight W, top k kept, previous chunks added.
+  the LLM reranker; ``first-page``: :class:`FirstPage`, more passages of the first page) with
+  fused weight W, top k kept, previous chunks added.
 
     python benchmarks/context_selectors.py --index index/bnwiki \\
         --questions ../shared/data/bn/banglarqa_validation.qa.jsonl:300:0 \\
@@ -32,7 +33,7 @@ from kbqa.context import Context
 from kbqa.evals.datasets import Question, load_questions, select
 from kbqa.evals.metrics import answer_spans_in_context
 from kbqa.passages import retrieve_records
-from kbqa.resources import retriever_for
+from kbqa.resources import Resources, retriever_for
 
 
 def questions_of(spec: str) -> list[Question]:
@@ -41,6 +42,24 @@ def questions_of(spec: str) -> list[Question]:
     if rest:
         qs = select(qs, sample=int(rest[0]), seed=int(rest[1]) if len(rest) > 1 else 0)
     return [q for q in qs if q.answerable and q.answers]
+
+
+class FirstPage:
+    """Issue 33's "more passages of the first page": the chunks of the fused pool's first page
+    (told apart by title) score 1, the rest 0, so below fused weight 0.5 the reader reads the
+    first page's best chunks, in fused order, before any other page's."""
+
+    id = "first-page"
+
+    def score(self, question: str, passages: list[tuple[str, str]]) -> list[float]:
+        first = passages[0][0] if passages else ""
+        return [1.0 if title == first else 0.0 for title, _ in passages]
+
+
+def _reranked(base: Context, name: str, weight: float) -> Context:
+    if name == "first-page":  # handed in: a selector of this benchmark, not a shipped reranker
+        return replace(base, rerank_weight=weight, resources=Resources(reranker=FirstPage()))
+    return replace(base, reranker=name, rerank_weight=weight)
 
 
 def measure(ctx: Context, questions: list[Question]) -> tuple[float, int, float, int]:
@@ -69,7 +88,8 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--pool", type=int, default=20)
     ap.add_argument("--weights", default="0.0,0.3,0.5", help="fused weights of the reranked rows")
-    ap.add_argument("--rerankers", default="lexical", help="comma-separated: lexical or DIR")
+    ap.add_argument("--rerankers", default="lexical",
+                    help="comma-separated: lexical, first-page or DIR")  # fmt: skip
     args = ap.parse_args()
     base = Context(index_dir=args.index, k=args.k, rerank_pool=args.pool)
     selectors = [
@@ -78,7 +98,7 @@ def main() -> None:
     ]
     for name in args.rerankers.split(","):
         for w in args.weights.split(","):
-            ctx = replace(base, reranker=name, rerank_weight=float(w))
+            ctx = _reranked(base, name, float(w))
             selectors.append((f"{Path(name).name[:10]} w={float(w):.1f}", ctx))
     for spec in args.questions:
         qs = questions_of(spec)

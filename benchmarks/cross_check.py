@@ -1,7 +1,7 @@
 """Replay the ``cross_check`` node over earlier ``kbqa eval`` runs: what it would have changed.
 
     python benchmarks/cross_check.py --run runs/bn300 --index index/bnwiki [--run ... --index ...]
-        [--grid]
+        [--grid] [--ablate]
 
 For each run, the answer the graph held when it reached the cross-check (the stage before the
 ``cross_check`` entry of ``stage_answers``, or the last stage of a run made without it) is put
@@ -9,7 +9,11 @@ through the node's own rules (:func:`kbqa.answers.cross_check.decide`) with the 
 extractor's span on the chunks the reader read (``context_chunk_ids``), so no LLM runs. Prints
 answerable F1, unanswerable abstention and overall F1 before and after, how many answers it
 changed, raised and lowered, for each language; ``--grid`` also prints the two coverage
-thresholds against each other (Bangla questions), which is how :data:`~kbqa.answers.cross_check.ABSTAIN_BELOW` and :data:`~kbqa.answers.cross_check.ANSWER_FROM` were chosen. Asserts nothing.
+thresholds against each other (Bangla questions), which is how :data:`~kbqa.answers.cross_check.ABSTAIN_BELOW` and :data:`~kbqa.answers.cross_check.ANSWER_FROM` were chosen;
+``--ablate`` prints the Bangla figures with each rule of :data:`~kbqa.answers.cross_check.RULES`
+left out and with none applied, which is how a rule is re-chosen for a new reader (a rule
+ships when leaving it out lowers both BanglaRQA samples and does not raise the natural set,
+issue 32). Asserts nothing.
 The run must have been made on ``--index`` (chunk ids are the index's).
 """
 
@@ -21,7 +25,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from kbqa.answers.cross_check import ABSTAIN_BELOW, ANSWER_FROM, decide
+from kbqa.answers.cross_check import ABSTAIN_BELOW, ANSWER_FROM, RULES, decide
 from kbqa.answers.extract import Extraction, extract_answer
 from kbqa.corpus.chunking import Chunk
 from kbqa.errors import KBQAError
@@ -85,7 +89,32 @@ def summary(rows: list[tuple[Item, str, bool]]) -> tuple[float, float, float]:
     return mean(answerable), mean(unanswerable), mean(answerable + unanswerable)
 
 
-def replay(run: str, index: str, grid: bool) -> None:
+def ablation(bangla: list[Item]) -> None:
+    """Print the Bangla figures with every rule, each rule left out, and no rule applied."""
+    print("\nBangla, each rule left out (answerable F1 / unanswerable abstention / overall F1; "
+          "changed, raised, lowered against the reader's own answers):")  # fmt: skip
+    print("| rules | answerable F1 | unanswerable abstained | overall F1 | changed | raised "
+          "| lowered |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    variants = [("all", RULES)] + [(f"without {r}", tuple(x for x in RULES if x != r))
+                                   for r in RULES] + [("none", ())]  # fmt: skip
+    for name, rules in variants:
+        rows = []
+        moved: Counter[str] = Counter()
+        for i in bangla:
+            a1, ab1, _ = decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE, qtype(i),
+                                rules=rules)  # fmt: skip
+            rows.append((i, a1, ab1))
+            if (a1, ab1) != (i.answer, i.abstained):
+                moved["changed"] += 1
+                s0, s1 = scores(i.answer, i.abstained, i.record), scores(a1, ab1, i.record)
+                moved["raised" if s1 > s0 else "lowered" if s1 < s0 else "same"] += 1
+        f, u, o = summary(rows)
+        print(f"| {name} | {f:.3f} | {u:.1%} | {o:.3f} | {moved['changed']} | "
+              f"{moved['raised']} | {moved['lowered']} |")  # fmt: skip
+
+
+def replay(run: str, index: str, grid: bool, ablate: bool = False) -> None:
     todo = items(run, load_index(index).chunks)
     by_lang: dict[str, list[Item]] = defaultdict(list)
     for item in todo:
@@ -110,6 +139,8 @@ def replay(run: str, index: str, grid: bool) -> None:
         print(f"| {key} | {len(group)} | {b[0]:.3f} -> {a[0]:.3f} | {b[1]:.1%} -> {a[1]:.1%} "
               f"| {b[2]:.3f} -> {a[2]:.3f} | {moved['changed']} | {moved['raised']} "
               f"| {moved['lowered']} |")  # fmt: skip
+    if ablate:
+        ablation(by_lang.get("bn", []))
     if grid:
         bangla = by_lang.get("bn", [])
         print("\nBangla, answerable F1 / unanswerable abstention / overall F1 by threshold:")
@@ -134,12 +165,13 @@ def main() -> None:
     parser.add_argument("--run", action="append", required=True, help="kbqa eval run directory")
     parser.add_argument("--index", action="append", required=True, help="its index (same order)")
     parser.add_argument("--grid", action="store_true", help="also the threshold grid")
+    parser.add_argument("--ablate", action="store_true", help="also each rule left out")
     args = parser.parse_args()
     if len(args.run) != len(args.index):
         parser.error("give one --index per --run")
     try:
         for run, index in zip(args.run, args.index, strict=True):
-            replay(run, index, args.grid)
+            replay(run, index, args.grid, args.ablate)
     except KBQAError as exc:
         raise SystemExit(f"error: {exc}") from exc
 

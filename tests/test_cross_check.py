@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from kbqa.answers.cross_check import ABSTAIN_BELOW, ANSWER_FROM, decide, prefer_extractor
+from kbqa.answers.cross_check import (
+    ABSTAIN_BELOW,
+    ANSWER_FROM,
+    RULES,
+    decide,
+    prefer_extractor,
+)
 from kbqa.answers.extract import Extraction
 from kbqa.prompts import ABSTENTION_PHRASE as ABST
 
@@ -96,3 +102,20 @@ def test_a_blank_extractor_span_is_no_span_but_its_sentence_still_counts() -> No
     assert decide(ABST, True, blank, ABST, "other") == (ABST, True, "cross_check: kept abstention")
     low = found(" । ", coverage=0.1)
     assert decide("সমতল", False, low, ABST, "other") == (ABST, True, "cross_check: abstained")
+
+
+def test_a_rule_left_out_keeps_the_answer_it_would_have_changed() -> None:
+    low = found("সমতল", coverage=ABSTAIN_BELOW - 0.01)
+    high = found("সমতল", coverage=ANSWER_FROM)
+    cases = {  # rule: (the decide() arguments, the answer the rule gives)
+        "abstain": (("সমতল", False, low, ABST, "other"), (ABST, True)),
+        "extractor": (("ঢাকা", False, SPAN, ABST, "location"), (SPAN.answer, False)),
+        "wider span": (("গোলাকার", False, SPAN, ABST, "other"), (SPAN.answer, False)),
+        "answer": ((ABST, True, high, ABST, "other"), ("সমতল", False)),
+    }
+    assert set(cases) == set(RULES)
+    for rule, (args, changed) in cases.items():
+        assert decide(*args)[:2] == changed, rule
+        others = tuple(r for r in RULES if r != rule)
+        assert decide(*args, rules=others)[:2] == (args[0], args[1]), rule
+        assert decide(*args, rules=())[:2] == (args[0], args[1]), rule

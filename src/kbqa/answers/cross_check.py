@@ -90,6 +90,14 @@ def prefer_extractor(answer: str, found: Extraction, question_type: str) -> bool
     return False
 
 
+RULES = ("abstain", "extractor", "wider span", "answer")
+"""The cross-check's rules by name, in the module docstring's order: ``abstain`` (rule 1),
+``extractor`` (rule 2, a disagreeing answer replaced by the extractor's span), ``wider span``
+(rule 2, an agreeing answer replaced where :func:`prefer_extractor` says so) and ``answer``
+(rule 3). :func:`decide` applies the ones it is given; ``benchmarks/cross_check.py --ablate``
+replays a run with each one left out, which is how a rule is re-chosen for a new reader."""
+
+
 def applies(mode: str, language: str) -> bool:
     """Whether the cross-check may change an answer in ``language`` under ``mode``
     (``auto``: the languages of :data:`AUTO_LANGUAGES`; ``on``: all; ``off``: none)."""
@@ -105,9 +113,13 @@ def decide(
     *,
     abstain_below: float = ABSTAIN_BELOW,
     answer_from: float = ANSWER_FROM,
+    rules: tuple[str, ...] = RULES,
 ) -> tuple[str, bool, str]:
     """The module's three rules, on the reader's ``answer`` (or its abstention) and the
     extractor's ``found`` on the same context, for a question of ``question_type``.
+
+    ``rules`` names the rules applied (of :data:`RULES`; a rule left out keeps the answer it
+    would have changed).
 
     Returns:
         ``(answer, abstained, status)``: the answer to keep (``abstention_phrase`` for an
@@ -117,15 +129,17 @@ def decide(
     if found is not None and not _bare(found.answer):
         found = None  # a span of blanks or punctuation is no span (its sentence still counts)
     if abstained:
-        if found and coverage >= answer_from:
+        if found and coverage >= answer_from and "answer" in rules:
             return found.answer, False, "cross_check: answered"
         return answer, True, "cross_check: kept abstention"
-    if coverage < abstain_below:
+    if coverage < abstain_below and "abstain" in rules:
         return abstention_phrase, True, "cross_check: abstained"
     if found is None:
         return answer, False, "cross_check: no span"
     if agrees(answer, found):
-        if prefer_extractor(answer, found, question_type):
+        if "wider span" in rules and prefer_extractor(answer, found, question_type):
             return found.answer, False, "cross_check: agrees, extractor's span"
         return answer, False, "cross_check: agrees"
+    if "extractor" not in rules:
+        return answer, False, "cross_check: disagrees, kept"
     return found.answer, False, "cross_check: extractor"

@@ -29,8 +29,8 @@ def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ``cross_check`` entry in ``stage_answers`` and one status on the route:
     ``cross_check: abstained``, ``cross_check: extractor``, ``cross_check: agrees``,
     ``cross_check: agrees, extractor's span``, ``cross_check: answered``,
-    ``cross_check: kept abstention``, ``cross_check: no span`` or
-    ``cross_check: skipped (LANG)``."""
+    ``cross_check: kept abstention``, ``cross_check: no span``, ``cross_check: disagrees,
+    kept`` (only when the ``extractor`` rule is left out) or ``cross_check: skipped (LANG)``."""
     ctx = context_of(runtime)
     answer = state.get("answer", "")
     abstained = bool(state.get("abstained"))

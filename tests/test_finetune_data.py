@@ -204,6 +204,49 @@ def test_paraphrases_keep_the_question_and_its_type() -> None:
     }  # fmt: skip
 
 
+def test_the_opt_in_rules_move_the_question_word_and_change_the_register() -> None:
+    import random
+
+    from kbqa.answers.language import question_type
+    from kbqa.finetune.paraphrase import ALL_RULES, RULES, paraphrase
+
+    rng = random.Random(0)
+    order = ("order",)
+    moved = {
+        "কারা বগুড়া শহরে ককটেল বিস্ফোরণ ঘটায়?": "বগুড়া শহরে ককটেল বিস্ফোরণ ঘটায় কারা?",
+        "থানার পরিদর্শক কে?": "কে থানার পরিদর্শক?",
+        "কেন ব্ল্যাকহেডস হয় ?": "ব্ল্যাকহেডস হয় কেন ?",
+        "মনোনয়নপত্র জমা দিয়েছেন কে": "কে মনোনয়নপত্র জমা দিয়েছেন",
+    }
+    for question, expected in moved.items():
+        assert paraphrase(question, rng, order) == (expected, ["order"])
+        assert question_type(expected) == question_type(question)
+    # a question word inside the question, one that modifies the next word, or alone: kept
+    for kept in ("তিনি কোথায় জন্মগ্রহণ করেন?", "কার মরদেহ উদ্ধার করা হয়?", "কে?", "কোন দল জেতে?"):
+        assert paraphrase(kept, rng, order) == (kept, [])
+    register = paraphrase("তাঁর পিতা কোথায় মৃত্যুবরণ করেন?", rng, ("register",))
+    assert register == ("তাঁর বাবা কোথায় মারা যান?", ["register"])
+    # whole words only: পিতামহ (grandfather) is not পিতা
+    assert paraphrase("তাঁর পিতামহ কে?", rng, ("register",)) == ("তাঁর পিতামহ কে?", [])
+    # the defaults never move or change the register
+    assert "order" not in RULES and "register" not in RULES and set(RULES) < set(ALL_RULES)
+    assert paraphrase("থানার পরিদর্শক কে", rng) == ("থানার পরিদর্শক কে", [])
+    with pytest.raises(KeyError):
+        paraphrase("থানার পরিদর্শক কে?", rng, ("reorder",))
+
+
+def test_paraphrase_rules_are_checked_and_recorded_only_when_not_the_default() -> None:
+    assert ReaderConfig(train="t", kb="k").paraphrases == ("ki", "honorific", "year", "mark")
+    assert "paraphrase_rules" not in ReaderConfig(train="t", kb="k").data_settings()
+    cfg = ReaderConfig(train="t", kb="k", paraphrase_rules="register, order,ki")
+    assert cfg.paraphrases == ("ki", "order", "register")  # applied in the module's order
+    assert cfg.data_settings()["paraphrase_rules"] == "ki,order,register"
+    with pytest.raises(ValueError, match=r"unknown rule\(s\) reorder"):
+        ReaderConfig(train="t", kb="k", paraphrase_rules="ki,reorder")
+    with pytest.raises(ValueError, match="names no rule"):
+        ReaderConfig(train="t", kb="k", paraphrase_rules=" , ")
+
+
 @pytest.mark.parametrize(
     ("text", "seconds"), [("2h", 7200), ("15m", 900), ("1h30m", 5400), ("90s", 90), ("45", 45)]
 )

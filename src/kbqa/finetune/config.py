@@ -29,6 +29,8 @@ SCHEDULERS = (
     "inverse_sqrt",
 )
 """transformers' learning-rate schedulers that need no extra arguments."""
+DEFAULT_PARAPHRASE_RULES = "ki,honorific,year,mark"
+"""The paraphrase rules a run applies unless told (:data:`kbqa.finetune.paraphrase.RULES`)."""
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 """Every attention and MLP projection (the trial's choice: 3.8M parameters at r 16)."""
 
@@ -211,6 +213,14 @@ class ReaderConfig:
             "finetune.paraphrase: কি/কী, honorific verbs, date words, spacing)."
         },
     )
+    paraphrase_rules: str = field(
+        default=DEFAULT_PARAPHRASE_RULES,
+        metadata={
+            "help": "The paraphrase rules, comma-separated: ki, honorific, year, mark (the "
+            "default) and the opt-in order (question word moved between front and end), "
+            "register (formal words made colloquial); see kbqa.finetune.paraphrase."
+        },
+    )
     rule_kinds: str = field(
         default="",
         metadata={
@@ -294,6 +304,16 @@ class ReaderConfig:
             raise ValueError(
                 f"rule_kinds: unknown kind(s) {', '.join(sorted(unknown))} (why, list)"
             )
+        from kbqa.finetune.paraphrase import ALL_RULES
+
+        if not self.paraphrases:
+            raise ValueError(f"paraphrase_rules {self.paraphrase_rules!r} names no rule")
+        unknown = set(self.paraphrases) - set(ALL_RULES)
+        if unknown:
+            raise ValueError(
+                f"paraphrase_rules: unknown rule(s) {', '.join(sorted(unknown))} "
+                f"({', '.join(ALL_RULES)})"
+            )
         if self.lr_scheduler not in SCHEDULERS:
             raise ValueError(
                 f"lr_scheduler {self.lr_scheduler!r} is not one of {', '.join(SCHEDULERS)}"
@@ -344,12 +364,23 @@ class ReaderConfig:
             settings["rule_kinds"] = ",".join(self.kinds)
         if self.trap_ratio:
             settings["trap_ratio"] = self.trap_ratio
+        if self.paraphrase_rules != DEFAULT_PARAPHRASE_RULES:
+            settings["paraphrase_rules"] = ",".join(self.paraphrases)
         return settings
 
     @property
     def kinds(self) -> list[str]:
         """``rule_kinds`` as a list, in a fixed order."""
         return sorted({k.strip() for k in self.rule_kinds.split(",") if k.strip()})
+
+    @property
+    def paraphrases(self) -> tuple[str, ...]:
+        """``paraphrase_rules`` as names, in the order of
+        :data:`kbqa.finetune.paraphrase.ALL_RULES` (the order they are applied in)."""
+        from kbqa.finetune.paraphrase import ALL_RULES
+
+        named = {r.strip() for r in self.paraphrase_rules.split(",") if r.strip()}
+        return tuple(r for r in ALL_RULES if r in named) + tuple(sorted(named - set(ALL_RULES)))
 
     def to_dict(self) -> dict[str, Any]:
         """Every setting."""

@@ -29,6 +29,7 @@ from kbqa.finetune.kinds import (
     list_question,
     sentences,
 )
+from kbqa.finetune.paraphrase import RULES as PARAPHRASE_RULES
 from kbqa.finetune.paraphrase import paraphrase
 from kbqa.finetune.questions import TrainingQuestion
 from kbqa.finetune.traps import SUFFIXES, entity_trap, name_lexicon, relation_trap
@@ -47,6 +48,7 @@ def build_examples(
     short_builder: ExampleBuilder | None = None,
     served_share: float = 1.0,
     paraphrase_share: float = 0.0,
+    paraphrase_rules: tuple[str, ...] = tuple(PARAPHRASE_RULES),
     progress: bool = True,
 ) -> tuple[list[ReaderExample], DataStats]:
     """Build every example: one ``span`` per usable question, plus an ``abstain`` for a seeded
@@ -57,8 +59,9 @@ def build_examples(
 
     Training questions are rendered by ``builder`` (as served) for a ``served_share`` of them
     and by ``short_builder`` (shorter windows, cheaper to train on) for the rest; a
-    ``paraphrase_share`` of them are asked in another form (:func:`kbqa.finetune.paraphrase.
-    paraphrase`). Validation questions are always rendered as served, as written.
+    ``paraphrase_share`` of them are asked in another form by the ``paraphrase_rules``
+    (:func:`kbqa.finetune.paraphrase.paraphrase`). Validation questions are always rendered as
+    served, as written.
 
     Raises:
         ValueError: A ratio outside [0, 1].
@@ -91,7 +94,7 @@ def build_examples(
         if split == "train":
             if short_builder is not None and form_rng.random() >= served_share:
                 b = short_builder
-            q = _maybe_paraphrased(q, paraphrase_share, form_rng, stats)
+            q = _maybe_paraphrased(q, paraphrase_share, form_rng, stats, paraphrase_rules)
         example = b.positive(q, split)
         if example is None:
             stats.unusable += 1
@@ -129,12 +132,18 @@ def _check_ratios(**ratios: float) -> None:
             raise ValueError(f"{name} must be in [0, 1], got {ratio!r}")
 
 
-def _maybe_paraphrased(q: Question, share: float, rng: random.Random, stats: DataStats) -> Question:
-    """``q`` asked in another form (:func:`kbqa.finetune.paraphrase.paraphrase`) for a seeded
-    ``share`` of questions, when a rule applies (counted in ``stats.paraphrased``)."""
+def _maybe_paraphrased(
+    q: Question,
+    share: float,
+    rng: random.Random,
+    stats: DataStats,
+    rules: tuple[str, ...] = tuple(PARAPHRASE_RULES),
+) -> Question:
+    """``q`` asked in another form (:func:`kbqa.finetune.paraphrase.paraphrase`, by ``rules``)
+    for a seeded ``share`` of questions, when a rule applies (counted in ``stats.paraphrased``)."""
     if rng.random() < share:
-        asked, rules = paraphrase(q.question, rng)
-        if rules:
+        asked, applied = paraphrase(q.question, rng, rules)
+        if applied:
             stats.paraphrased += 1
             return replace(q, question=asked)
     return q

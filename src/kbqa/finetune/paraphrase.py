@@ -6,6 +6,16 @@ verbs (``করেন``, ``ছিলেন``), ``কত সালে`` for a yea
 spelling), plain verbs (``করে``, ``ছিল``), ``কবে`` or ``কোন সালে``, and a space before ``?``.
 Each rule below keeps the question's meaning; :func:`paraphrase` applies a random subset of those
 that fit, and keeps the rewrite only when the question typer gives it the same type.
+
+Two more rules are opt-in (:data:`EXTRA_RULES`, ``kbqa finetune reader --paraphrase-rules``),
+so a run made with the defaults builds the same examples as before they existed:
+
+- ``order``: the question word moved between the front and the end (``কে X দেন?`` and ``X দেন
+  কে?``): Bangla allows both, Haque 2020 writes either, and people asking in their own words
+  often put it last;
+- ``register``: formal (*sadhu*-flavoured) words of kinship and life events put in the colloquial
+  register people write (``পিতা`` -> ``বাবা``, ``মৃত্যুবরণ করেন`` -> ``মারা যান``), so the question
+  shares fewer words with a passage written formally.
 """
 
 from __future__ import annotations
@@ -77,29 +87,94 @@ def _mark(q: str, rng: random.Random) -> str | None:
     return q[: mark.start()] + rng.choice([m for m in (" ?", "?", "") if m != current])
 
 
+MOVABLE_WH = ("কে", "কারা", "কাকে", "কোথায়", "কবে", "কখন", "কেন")
+"""Question words that stand alone as a phrase, so they can move: not ``কার``/``কোন``/``কত``
+(they modify the next word) nor ``কী``/``কি`` (also the yes/no particle)."""
+_WH_FIRST = regex.compile(rf"^({'|'.join(MOVABLE_WH)})\s+(\S.*?)(\s*[?？]?)\s*$")
+_WH_LAST = regex.compile(rf"^(\S.*?)\s+({'|'.join(MOVABLE_WH)})(\s*[?？]?)\s*$")
+
+
+def _order(q: str, rng: random.Random) -> str | None:
+    """A question word at the front moved to the end, or one at the end moved to the front
+    (``কারা X ঘটায়?`` <-> ``X ঘটায় কারা?``); None when the question word is inside, or the
+    question would be that word alone."""
+    if m := _WH_FIRST.match(q):
+        return f"{m.group(2)} {m.group(1)}{m.group(3)}"
+    if m := _WH_LAST.match(q):
+        return f"{m.group(2)} {m.group(1)}{m.group(3)}"
+    return None
+
+
+REGISTER = {
+    "পিতার": "বাবার",
+    "পিতা": "বাবা",
+    "মাতার": "মায়ের",
+    "মাতা": "মা",
+    "পুত্রের": "ছেলের",
+    "পুত্র": "ছেলে",
+    "কন্যার": "মেয়ের",
+    "কন্যা": "মেয়ে",
+    "মৃত্যুবরণ করেন": "মারা যান",
+    "মৃত্যুবরণ করে": "মারা যায়",
+    "মৃত্যুবরণ করেছেন": "মারা গেছেন",
+    "জন্মগ্রহণ করেন": "জন্মেছিলেন",
+    "জন্মগ্রহণ করে": "জন্মেছিল",
+    "রচনা করেন": "লেখেন",
+    "রচনা করেছেন": "লিখেছেন",
+    "নির্মাণ করা হয়": "তৈরি করা হয়",
+    "নির্মাণ করেন": "তৈরি করেন",
+    "সর্বপ্রথম": "প্রথম",
+}
+"""Formal words and their colloquial forms (one direction: the colloquial form of a word in a
+formal passage). Whole words only; a longer entry is tried first."""
+_REGISTER = regex.compile(rf"{_B}({'|'.join(sorted(REGISTER, key=len, reverse=True))}){_E}")
+
+
+def _register(q: str, rng: random.Random) -> str | None:
+    """Formal words put in the colloquial register (:data:`REGISTER`)."""
+    if _REGISTER.search(q):
+        return str(_REGISTER.sub(lambda m: REGISTER[m.group(1)], q))
+    return None
+
+
 RULES: dict[str, Callable[[str, random.Random], str | None]] = {
     "ki": _ki,
     "honorific": _honorific,
     "year": _year,
     "mark": _mark,
 }
-"""Each rule returns the rewritten question, or None when it does not apply."""
+"""The default rules. Each returns the rewritten question, or None when it does not apply."""
+EXTRA_RULES: dict[str, Callable[[str, random.Random], str | None]] = {
+    "order": _order,
+    "register": _register,
+}
+"""The opt-in rules (module docstring), applied after the defaults when named."""
+ALL_RULES = {**RULES, **EXTRA_RULES}
 
 
-def paraphrase(question: str, rng: random.Random) -> tuple[str, list[str]]:
-    """``question`` rewritten by a random non-empty subset of the :data:`RULES` that apply.
+def paraphrase(
+    question: str, rng: random.Random, rules: tuple[str, ...] = tuple(RULES)
+) -> tuple[str, list[str]]:
+    """``question`` rewritten by a random non-empty subset of the ``rules`` (names of
+    :data:`ALL_RULES`; the defaults, :data:`RULES`, unless given) that apply.
 
     Returns:
         ``(question, names of the rules applied)``; the question unchanged and ``[]`` when no
         rule applies.
+
+    Raises:
+        KeyError: A rule name that is not in :data:`ALL_RULES`.
     """
     q = " ".join(question.split())
-    applicable = [name for name, rule in RULES.items() if rule(q, random.Random(0)) is not None]
+    chosen_rules = {name: ALL_RULES[name] for name in rules}
+    applicable = [
+        name for name, rule in chosen_rules.items() if rule(q, random.Random(0)) is not None
+    ]
     if not applicable:
         return question, []
     chosen = [n for n in applicable if rng.random() < 0.6] or [rng.choice(applicable)]
     for name in chosen:
-        q = RULES[name](q, rng) or q
+        q = ALL_RULES[name](q, rng) or q
     if question_type(q) != question_type(question):  # e.g. কী -> কি read as yes/no
         return question, []
     return q, chosen

@@ -122,6 +122,7 @@ def _build(
         short_builder=short,
         served_share=served_share,
         paraphrase_share=cfg.paraphrase_share,
+        paraphrase_rules=cfg.paraphrases,
     )
     if cfg.kinds or cfg.trap_ratio:
         examples = add_rule_kinds(

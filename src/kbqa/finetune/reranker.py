@@ -74,6 +74,7 @@ class RerankerConfig(ReaderConfig):
         "train_k",
         "served_share",
         "paraphrase_share",
+        "paraphrase_rules",
         "k",
         "max_answer_tokens",
     )

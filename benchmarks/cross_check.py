@@ -20,9 +20,11 @@ The run must have been made on ``--index`` (chunk ids are the index's).
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kbqa.answers.cross_check import ABSTAIN_BELOW, ANSWER_FROM, RULES, decide
@@ -30,7 +32,7 @@ from kbqa.answers.extract import Extraction, extract_answer
 from kbqa.corpus.chunking import Chunk
 from kbqa.errors import KBQAError
 from kbqa.evals.metrics import max_over_golds, token_f1
-from kbqa.evals.run_dir import load_run
+from kbqa.evals.run_dir import CONFIG_FILE, index_identity, load_run
 from kbqa.index import load_index
 from kbqa.prompts import ABSTENTION_PHRASE
 
@@ -56,13 +58,34 @@ def reached(record: dict[str, Any]) -> tuple[str, bool] | None:
     return before[-1]["answer"], before[-1]["abstained"]
 
 
+def same_index(run: str, index: str) -> None:
+    """Raises KBQAError when ``run`` was made on another index than ``index`` (chunk ids are an
+    index's own: read against another, they name other passages) or holds no record."""
+    config = json.loads((Path(run) / CONFIG_FILE).read_text("utf-8")) if (
+        Path(run) / CONFIG_FILE).is_file() else {}  # fmt: skip
+    recorded, here = config.get("index"), index_identity(index)
+    if recorded and here and recorded != here:
+        made_on = config.get("context", {}).get("index_dir", "?")
+        raise KBQAError(
+            f"{run} was made on the index {made_on} (created {recorded.get('created')}, "
+            f"{recorded.get('chunks')} chunks), not on {index} (created {here.get('created')}, "
+            f"{here.get('chunks')} chunks): give the run's own index"
+        )
+
+
 def items(run: str, chunks: list[Chunk]) -> list[Item]:
     out = []
-    for r in load_run(run).records:
+    records = load_run(run).records
+    if not records:
+        raise KBQAError(f"{run} holds no record to replay")
+    for r in records:
         held = reached(r)
         if held is None:
             continue
-        passages = [(c, chunks[c].text) for c in r.get("context_chunk_ids", [])]
+        ids = r.get("context_chunk_ids", [])
+        if any(not 0 <= c < len(chunks) for c in ids):
+            raise KBQAError(f"{run}: {r.get('qid')} read chunk ids the index does not hold")
+        passages = [(c, chunks[c].text) for c in ids]
         lang = r.get("language", "bn")
         found = extract_answer(r["question"], r.get("question_type", "other"), passages, lang)
         out.append(Item(r, held[0], held[1], found))
@@ -115,6 +138,7 @@ def ablation(bangla: list[Item]) -> None:
 
 
 def replay(run: str, index: str, grid: bool, ablate: bool = False) -> None:
+    same_index(run, index)
     todo = items(run, load_index(index).chunks)
     by_lang: dict[str, list[Item]] = defaultdict(list)
     for item in todo:

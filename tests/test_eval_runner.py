@@ -562,3 +562,18 @@ def test_english_read_by_its_own_reader_in_an_eval_run(
                               "fake/hash", "--models", "fake/abstain", "--model-en",
                               "fake/abstain", "--out", str(tmp_path / "r")])  # fmt: skip
     assert res.exit_code == 2 and "not with --models" in res.output
+
+
+def test_the_default_run_folder_names_the_english_reader(tmp_path: Path) -> None:
+    from kbqa.cli.evaluate import _default_run_dir
+
+    questions = tmp_path / "set" / "qa.jsonl"
+    folders = [
+        _default_run_dir(
+            questions, Context(index_dir=str(tmp_path), model="m", **extra), False, None
+        )
+        for extra in ({}, {"model_en": "e"}, {"reader_adapter_en": "/x/ad_thr"})
+    ]
+    assert [f.name for f in folders] == [
+        "eval-set-qa-m", "eval-set-qa-m-en-e", "eval-set-qa-m-en-m-ad_thr"
+    ]  # fmt: skip

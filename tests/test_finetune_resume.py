@@ -129,6 +129,21 @@ def test_resuming_over_other_examples_or_another_batch_shape_is_refused(
     with pytest.raises(InputError, match="LoRA r"):
         train_reader(lora_model(_tiny_model(path), cfg4), tok, _examples(6), [], cfg4,
                      tmp_path / "d", ckpt)  # fmt: skip
+    good = json.loads((ckpt / "cursor.json").read_text())
+    for field, bad, said in (("fingerprint", 123, "fingerprint is 123, not str"),
+                             ("step", "abc", "step is 'abc', not int"),
+                             ("format", "1", "has format '1', this kbqa reads 1")):  # fmt: skip
+        (ckpt / "cursor.json").write_text(json.dumps({**good, field: bad}))
+        with pytest.raises(InputError, match=said):
+            read_cursor(ckpt)
+    (ckpt / "cursor.json").write_text(json.dumps(good))
+    weights = ckpt / "adapter_model.safetensors"
+    whole = weights.read_bytes()
+    weights.write_bytes(whole[:1000])
+    with pytest.raises(InputError, match="not a safetensors file"):
+        read_cursor(ckpt)
+    weights.write_bytes(whole)
+    assert read_cursor(ckpt).step == 1
     (ckpt / "cursor.json").write_text(json.dumps({"step": 1}))
     with pytest.raises(InputError, match="not a training cursor: it lacks consumed"):
         read_cursor(ckpt)
@@ -168,6 +183,18 @@ def test_a_new_run_on_other_examples_starts_from_a_trained_adapter(
     with pytest.raises(InputError, match="LoRA r"):
         train_reader(lora_model(_tiny_model(path), cfg_r8), tok, _examples(6), [], cfg_r8,
                      tmp_path / "c")  # fmt: skip
+    # an adapter of other modules: part of this model's LoRA tensors, refused by name
+    from safetensors.torch import load_file, save_file
+
+    from kbqa.finetune.checkpoint import load_adapter_weights
+
+    partial = tmp_path / "partial"
+    shutil.copytree(trained, partial)
+    weights = load_file(str(partial / "adapter_model.safetensors"))
+    save_file({k: v for k, v in weights.items() if "q_proj" in k},
+              str(partial / "adapter_model.safetensors"))  # fmt: skip
+    with pytest.raises(InputError, match=r"lacks \d+ of this model's LoRA tensors"):
+        load_adapter_weights(lora_model(_tiny_model(path), cfg), partial)
 
 
 def test_a_folder_that_is_not_a_lora_checkpoint_is_named(tmp_path: Path) -> None:

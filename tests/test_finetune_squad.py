@@ -80,6 +80,18 @@ def test_a_squad_file_becomes_questions_and_a_knowledge_base(tmp_path: Path) -> 
     assert doc.url == "https://en.wikipedia.org/wiki/Paris_(city)"
 
 
+def test_two_files_converted_with_their_own_source_share_no_id(tmp_path: Path) -> None:
+    src = tmp_path / "train.json"
+    src.write_text(json.dumps(SQUAD))
+    ids = []
+    for source in ("SQuAD2.0-train", "My SQuAD (other)"):
+        qa, kb, _ = write_squad_jsonl(src, tmp_path / source.replace(" ", "_"), "en", source)
+        ids.append({d.doc_id for d in load_documents(kb)})
+        ids.append({tq.question.qid for tq in load_training_questions(qa)})
+    assert ids[0] == {"squad2-0-train-000-000"} and ids[2] == {"my-squad-other-000-000"}
+    assert not ids[0] & ids[2] and not ids[1] & ids[3]
+
+
 def test_evidence_is_the_sentence_around_the_answer() -> None:
     start = CONTEXT.index("2.1 million")
     assert evidence_sentence(CONTEXT, start, start + 11) == (

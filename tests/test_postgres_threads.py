@@ -515,3 +515,13 @@ def test_the_resume_command_keeps_every_setting_that_is_not_the_default() -> Non
     for words in ("--reranker lexical", "--rerank-pool 12", "--k 4", "--cross-check off"):
         assert words in shown
     assert "--rerank-weight" not in shown  # a default is left out
+
+
+def test_the_resume_command_keeps_the_model_and_the_english_reader() -> None:
+    from kbqa.cli.chat import _resume_command
+    from kbqa.context import Context
+
+    ctx = Context(index_dir="idx", model="fake/script:BN", model_en="fake/script:EN")
+    shown = _resume_command(ctx, None, "t4")
+    assert "--model fake/script:BN" in shown and "--model-en fake/script:EN" in shown
+    assert "--model " not in _resume_command(Context(index_dir="idx"), None, "t5")

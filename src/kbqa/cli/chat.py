@@ -266,7 +266,12 @@ def _resume_command(ctx: Context, db: str | None, thread: str) -> str:
     import shlex
     from dataclasses import MISSING, fields
 
-    defaults = {f.name: f.default for f in fields(Context) if f.default is not MISSING}
+    defaults: dict[str, Any] = {}
+    for f in fields(Context):
+        if f.default is not MISSING:
+            defaults[f.name] = f.default
+        elif f.default_factory is not MISSING:  # the model, the web search: read from $KBQA_*
+            defaults[f.name] = f.default_factory()
     changed = {
         name: value
         for name, value in ctx.settings().items()

@@ -46,8 +46,9 @@ def _default_run_dir(questions: Path, ctx: Context, ablate: bool, models: str | 
 
     data_tag = f"{questions.resolve().parent.name}-{questions.stem}"
     what = "ablate" if ablate else "models" if models is not None else model_tag(ctx.model)
-    if ctx.model_en and models is None:  # English read by another model: another run
-        what += f"-en-{model_tag(ctx.model_en)}"
+    if (ctx.model_en or ctx.reader_adapter_en) and models is None:  # another English reader
+        model, adapter = ctx.reader_for("en")
+        what += f"-en-{model_tag(model)}" + (f"-{model_tag(Path(adapter).name)}" if adapter else "")
     strategy = (index_identity(Path(ctx.index_dir)) or {}).get("strategy")
     suffix = f"-{strategy}" if strategy and strategy != "coverage" else ""
     return Path("runs") / f"eval-{data_tag}-{what}{suffix}"

@@ -141,12 +141,35 @@ def read_cursor(checkpoint: Path) -> Cursor:
         if f.default is MISSING and f.default_factory is MISSING and f.name not in data
     ):
         raise InputError(f"{path} is not a training cursor: it lacks {', '.join(missing)}")
+    if data.get("format", CURSOR_FORMAT) != CURSOR_FORMAT:
+        raise InputError(f"{path} has format {data['format']!r}, this kbqa reads {CURSOR_FORMAT}")
+    for name, kinds in _CURSOR_TYPES.items():
+        value = data.get(name)
+        if name in data and (isinstance(value, bool) or not isinstance(value, kinds)):
+            raise InputError(
+                f"{path} is not a training cursor: {name} is {value!r}, not "
+                f"{' or '.join(k.__name__ for k in kinds)}"
+            )
     cursor = Cursor(**{k: v for k, v in data.items() if k in wanted})
-    if cursor.format != CURSOR_FORMAT:
-        raise InputError(f"{path} has format {cursor.format}, this kbqa reads {CURSOR_FORMAT}")
-    if not (checkpoint / ADAPTER_FILE).is_file():
-        raise InputError(f"{checkpoint} has no {ADAPTER_FILE}")
+    check_adapter_folder(checkpoint)
     return cursor
+
+
+_CURSOR_TYPES: dict[str, tuple[type, ...]] = {
+    "step": (int,),
+    "consumed": (int,),
+    "total": (int,),
+    "examples_per_step": (int,),
+    "train_examples": (int,),
+    "fingerprint": (str,),
+    "seed": (int,),
+    "epochs": (int, float),
+    "schedule": (dict,),
+    "base_model": (str,),
+    "elapsed_seconds": (int, float),
+    "log_history": (list,),
+}
+"""The JSON types of :class:`Cursor`'s fields, checked before a run is set up."""
 
 
 def check_resumable(cursor: Cursor, fingerprint: str, n: int, per_step: int, where: Path) -> None:
@@ -304,7 +327,8 @@ def load_adapter_weights(model: Any, checkpoint: Path) -> None:
     """Load a checkpoint's LoRA weights into ``model`` (a peft model of the same LoRA shape).
 
     Raises:
-        InputError: The checkpoint's LoRA rank, alpha or tensors do not fit the model.
+        InputError: The checkpoint's LoRA rank, alpha or tensors do not fit the model (another
+            base model, other target modules, unreadable weights).
     """
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
@@ -316,11 +340,28 @@ def load_adapter_weights(model: Any, checkpoint: Path) -> None:
             raise InputError(
                 f"{checkpoint} has LoRA {key} {config.get(key)!r}, these settings {mine!r}"
             )
-    weights = load_file(str(checkpoint / ADAPTER_FILE))
-    result = set_peft_model_state_dict(model, weights)
+    from safetensors import SafetensorError
+
+    try:
+        weights = load_file(str(checkpoint / ADAPTER_FILE))
+    except SafetensorError as e:
+        raise InputError(f"{checkpoint / ADAPTER_FILE} is not a safetensors file: {e}") from e
+    try:
+        result = set_peft_model_state_dict(model, weights)
+    except RuntimeError as e:  # torch's "size mismatch": an adapter of another base model
+        first = str(e).strip().splitlines()[-1].strip()
+        raise InputError(
+            f"{checkpoint} does not fit this base model (an adapter of another model?): {first}"
+        ) from e
     unexpected = list(getattr(result, "unexpected_keys", []) or [])
     if unexpected:
         raise InputError(f"{checkpoint} holds tensors this model lacks: {unexpected[:3]}")
+    missing = [k for k in getattr(result, "missing_keys", []) or [] if "lora_" in k]
+    if missing:
+        raise InputError(
+            f"{checkpoint} lacks {len(missing)} of this model's LoRA tensors ({missing[0]}, "
+            "...): it adapts other modules (lora target modules) than these settings"
+        )
 
 
 def all_checkpoints(out: Path) -> list[Path]:

@@ -157,10 +157,14 @@ def write_squad_jsonl(
     out_dir: Path,
     prefix: str = "en_train",
     source: str = "SQuAD-train",
-    id_prefix: str = "squad-train",
+    id_prefix: str | None = None,
 ) -> tuple[Path, Path, Counter[str]]:
     """Convert ``squad_path`` into ``out_dir/<prefix>.qa.jsonl`` and ``<prefix>_kb.jsonl``. Both
     are written to temporary names and renamed into place, so a failure leaves neither.
+
+    Ids start with ``id_prefix``, by default ``source`` made an id (``SQuAD-train`` ->
+    ``squad-train``), so two files converted with their own ``source`` can be concatenated into
+    one training set without two documents or questions sharing an id.
 
     Returns:
         ``(questions path, knowledge base path, counts)``.
@@ -185,6 +189,7 @@ def write_squad_jsonl(
         raise InputError(f"cannot read {squad_path}: {e.strerror or e}") from e
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
         raise InputError(f"{squad_path} is not a JSON file in UTF-8: {e}") from e
+    id_prefix = id_prefix or re.sub(r"[^0-9a-z]+", "-", source.lower()).strip("-") or "squad"
     questions, docs, counts = convert_squad(squad, source, id_prefix)
     if not questions:
         raise InputError(f"{squad_path}: no question kept ({dict(counts) or 'no paragraph'})")

@@ -23,6 +23,7 @@ import json
 import math
 import random
 import shutil
+import typing
 from collections.abc import Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
@@ -143,8 +144,8 @@ def read_cursor(checkpoint: Path) -> Cursor:
         raise InputError(f"{path} is not a training cursor: it lacks {', '.join(missing)}")
     if data.get("format", CURSOR_FORMAT) != CURSOR_FORMAT:
         raise InputError(f"{path} has format {data['format']!r}, this kbqa reads {CURSOR_FORMAT}")
-    for name, kinds in _CURSOR_TYPES.items():
-        value = data.get(name)
+    for name, hint in typing.get_type_hints(Cursor).items():
+        value, kinds = data.get(name), _json_types(hint)
         if name in data and (isinstance(value, bool) or not isinstance(value, kinds)):
             raise InputError(
                 f"{path} is not a training cursor: {name} is {value!r}, not "
@@ -155,21 +156,10 @@ def read_cursor(checkpoint: Path) -> Cursor:
     return cursor
 
 
-_CURSOR_TYPES: dict[str, tuple[type, ...]] = {
-    "step": (int,),
-    "consumed": (int,),
-    "total": (int,),
-    "examples_per_step": (int,),
-    "train_examples": (int,),
-    "fingerprint": (str,),
-    "seed": (int,),
-    "epochs": (int, float),
-    "schedule": (dict,),
-    "base_model": (str,),
-    "elapsed_seconds": (int, float),
-    "log_history": (list,),
-}
-"""The JSON types of :class:`Cursor`'s fields, checked before a run is set up."""
+def _json_types(hint: Any) -> tuple[type, ...]:
+    """The JSON value types a field annotated ``hint`` accepts (a float also as a whole number)."""
+    origin = typing.get_origin(hint) or hint
+    return (int, float) if origin is float else (origin,)
 
 
 def check_resumable(cursor: Cursor, fingerprint: str, n: int, per_step: int, where: Path) -> None:

@@ -112,6 +112,18 @@ def summary(rows: list[tuple[Item, str, bool]]) -> tuple[float, float, float]:
     return mean(answerable), mean(unanswerable), mean(answerable + unanswerable)
 
 
+def moves(rows: list[tuple[Item, str, bool]]) -> Counter[str]:
+    """How many ``(item, answer, abstained)`` differ from the answer that reached the node
+    (``changed``), and of those how many scored higher, lower or the same."""
+    moved: Counter[str] = Counter()
+    for i, a1, ab1 in rows:
+        if (a1, ab1) != (i.answer, i.abstained):
+            moved["changed"] += 1
+            s0, s1 = scores(i.answer, i.abstained, i.record), scores(a1, ab1, i.record)
+            moved["raised" if s1 > s0 else "lowered" if s1 < s0 else "same"] += 1
+    return moved
+
+
 def ablation(bangla: list[Item]) -> None:
     """Print the Bangla figures with every rule, each rule left out, and no rule applied."""
     print("\nBangla, each rule left out (answerable F1 / unanswerable abstention / overall F1; "
@@ -122,16 +134,9 @@ def ablation(bangla: list[Item]) -> None:
     variants = [("all", RULES)] + [(f"without {r}", tuple(x for x in RULES if x != r))
                                    for r in RULES] + [("none", ())]  # fmt: skip
     for name, rules in variants:
-        rows = []
-        moved: Counter[str] = Counter()
-        for i in bangla:
-            a1, ab1, _ = decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE, qtype(i),
-                                rules=rules)  # fmt: skip
-            rows.append((i, a1, ab1))
-            if (a1, ab1) != (i.answer, i.abstained):
-                moved["changed"] += 1
-                s0, s1 = scores(i.answer, i.abstained, i.record), scores(a1, ab1, i.record)
-                moved["raised" if s1 > s0 else "lowered" if s1 < s0 else "same"] += 1
+        rows = [(i, *decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE, qtype(i),
+                            rules=rules)[:2]) for i in bangla]  # fmt: skip
+        moved = moves(rows)
         f, u, o = summary(rows)
         print(f"| {name} | {f:.3f} | {u:.1%} | {o:.3f} | {moved['changed']} | "
               f"{moved['raised']} | {moved['lowered']} |")  # fmt: skip
@@ -153,12 +158,7 @@ def replay(run: str, index: str, grid: bool, ablate: bool = False) -> None:
         before = [(i, i.answer, i.abstained) for i in group]
         after = [(i, *decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE, qtype(i))[:2])
                  for i in group]  # fmt: skip
-        moved: Counter[str] = Counter()
-        for (i, a0, ab0), (_, a1, ab1) in zip(before, after, strict=True):
-            if (a0, ab0) != (a1, ab1):
-                moved["changed"] += 1
-                s0, s1 = scores(a0, ab0, i.record), scores(a1, ab1, i.record)
-                moved["raised" if s1 > s0 else "lowered" if s1 < s0 else "same"] += 1
+        moved = moves(after)
         b, a = summary(before), summary(after)
         print(f"| {key} | {len(group)} | {b[0]:.3f} -> {a[0]:.3f} | {b[1]:.1%} -> {a[1]:.1%} "
               f"| {b[2]:.3f} -> {a[2]:.3f} | {moved['changed']} | {moved['raised']} "

@@ -5,13 +5,14 @@
 
 For each run, the answer the graph held when it reached the cross-check (the stage before the
 ``cross_check`` entry of ``stage_answers``, or the last stage of a run made without it) is put
-through the node's own rules (:func:`kbqa.answers.cross_check.decide`) with the pattern
+through all four of the node's rules (:func:`kbqa.answers.cross_check.decide`, as
+``--cross-check-rules all``; the default graph applies none since 2026-12-05) with the pattern
 extractor's span on the chunks the reader read (``context_chunk_ids``), so no LLM runs. Prints
 answerable F1, unanswerable abstention and overall F1 before and after, how many answers it
 changed, raised and lowered, for each language; ``--grid`` also prints the two coverage
 thresholds against each other (Bangla questions), which is how :data:`~kbqa.answers.cross_check.ABSTAIN_BELOW` and :data:`~kbqa.answers.cross_check.ANSWER_FROM` were chosen;
 ``--ablate`` prints the Bangla figures with each rule of :data:`~kbqa.answers.cross_check.RULES`
-left out and with none applied, which is how a rule is re-chosen for a new reader (a rule
+left out, with none applied and with each alone, which is how a rule is re-chosen for a new reader (a rule
 ships when leaving it out lowers both BanglaRQA samples and does not raise the natural set,
 issue 32). Asserts nothing.
 The run must have been made on ``--index`` (chunk ids are the index's).
@@ -125,14 +126,16 @@ def moves(rows: list[tuple[Item, str, bool]]) -> Counter[str]:
 
 
 def ablation(bangla: list[Item]) -> None:
-    """Print the Bangla figures with every rule, each rule left out, and no rule applied."""
+    """Print the Bangla figures with every rule, each rule left out, no rule applied, and each
+    rule alone."""
     print("\nBangla, each rule left out (answerable F1 / unanswerable abstention / overall F1; "
           "changed, raised, lowered against the reader's own answers):")  # fmt: skip
     print("| rules | answerable F1 | unanswerable abstained | overall F1 | changed | raised "
           "| lowered |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
     variants = [("all", RULES)] + [(f"without {r}", tuple(x for x in RULES if x != r))
-                                   for r in RULES] + [("none", ())]  # fmt: skip
+                                   for r in RULES] + [("none", ())] + [
+        (f"only {r}", (r,)) for r in RULES]  # fmt: skip
     for name, rules in variants:
         rows = [(i, *decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE, qtype(i),
                             rules=rules)[:2]) for i in bangla]  # fmt: skip

@@ -11,8 +11,9 @@ serving code: :func:`kbqa.answers.reading.generate_answer` (the same prompt, bud
 grounding), the abstention check and :func:`kbqa.answers.cleanup.postprocess` with the context
 snapping of ``finalize``. ``--reader-adapter DIR`` serves an adapter of your own on the first
 model. ``--cross-check auto|on`` puts each answer (or abstention) through the graph's
-``cross_check`` rules (:func:`kbqa.answers.cross_check.decide`, with the pattern extractor on the
-same passages) before that post-processing, as the default graph reads. Medians of seconds per
+``cross_check`` rules that ``--cross-check-rules`` names (:func:`kbqa.answers.cross_check.decide`,
+with the pattern extractor on the same passages; default none) before that post-processing, as
+the graph reads. Medians of seconds per
 question; EM/F1 by the dataset's ``qtype``.
 """
 
@@ -27,7 +28,7 @@ from typing import Any
 
 from kbqa.answers.abstention import judge
 from kbqa.answers.cleanup import postprocess
-from kbqa.answers.cross_check import applies, decide
+from kbqa.answers.cross_check import applies, decide, parse_rules
 from kbqa.answers.extract import extract_answer
 from kbqa.answers.language import detect_language, question_type
 from kbqa.answers.reading import generate_answer
@@ -70,7 +71,14 @@ def run(
         if applies(ctx.cross_check, lang):
             numbered = [(i, p.text) for i, (_, p) in enumerate(passages)]
             found = extract_answer(q.question, qtype, numbered, lang)
-            answer, abstained, _ = decide(answer, abstained, found, ctx.abstention_phrase, qtype)
+            answer, abstained, _ = decide(
+                answer,
+                abstained,
+                found,
+                ctx.abstention_phrase,
+                qtype,
+                rules=parse_rules(ctx.cross_check_rules),
+            )
         times.append(time.perf_counter() - started)
         abstained_n += abstained
         if not abstained:
@@ -114,6 +122,11 @@ def main() -> None:
         help="the graph's cross-check after the reader (default off: the reader alone)",
     )
     ap.add_argument(
+        "--cross-check-rules",
+        default="all",
+        help="with --cross-check auto|on: the rules applied (default all; the graph's is none)",
+    )
+    ap.add_argument(
         "--exclude-sample",
         type=int,
         default=0,
@@ -152,6 +165,7 @@ def main() -> None:
             model=name,
             grounding=args.grounding,
             cross_check=args.cross_check,
+            cross_check_rules=args.cross_check_rules,
             abstention_threshold=args.abstention_threshold,
             web_search="off",
             reader_adapter=args.reader_adapter if i == 0 else "",

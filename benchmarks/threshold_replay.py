@@ -73,14 +73,17 @@ class ReplayReader(BaseChatModel):
             raise KeyError("a prompt holds no question of the run")
         text, p = self.readings[asked]
         reply = self.phrase if p >= self.threshold else text
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
+        message = AIMessage(content=reply, response_metadata={"abstention_probability": p})
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 def replay(
-    run_dir: str, thresholds: list[float], own: float | None = None
+    run_dir: str, thresholds: list[float], own: float | None = None, save: Path | None = None
 ) -> list[tuple[str, dict[str, Any]]]:
     """``(label, summary)`` for the run as recorded, replayed at its own threshold (``own``, else
-    the ``abstention_threshold`` its records hold), and at each of ``thresholds``."""
+    the ``abstention_threshold`` its records hold), and at each of ``thresholds``. With ``save``,
+    each replay of ``thresholds`` is kept as a run folder ``save/t<threshold>`` (records and
+    summary, as ``kbqa eval`` writes them), for the benchmarks that read runs."""
     from kbqa.resources import Resources, chat_model_for
 
     run = load_run(run_dir)
@@ -129,12 +132,23 @@ def replay(
     qids = {r["qid"] for r in run.records}
     questions = [q for q in load_questions(config["questions"]) if q.qid in qids]
     rows: list[tuple[str, dict[str, Any]]] = [("recorded run", run.summary)]
-    for t in [own, *thresholds]:
+
+    def replayed_config(t: float) -> dict[str, Any]:  # the run's, at the threshold replayed
+        return {
+            **config,
+            "context": {**context, "abstention_threshold": t},
+            "replayed_from": run_dir,
+        }
+
+    for n, t in enumerate([own, *thresholds]):
         reader = ReplayReader(real=real, readings=readings, threshold=t,
                               phrase=ctx.abstention_phrase)  # fmt: skip
-        replayed = dataclasses.replace(ctx, resources=Resources(reader=reader))
+        replayed = dataclasses.replace(ctx, resources=Resources(reader=reader),
+                                       abstention_threshold=t)  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp:
-            result = evaluate_questions(questions, replayed, tmp, upload=False, progress=False)
+            kept = save / f"t{t:g}" if save is not None and n > 0 else None  # not the own row
+            result = evaluate_questions(questions, replayed, kept or tmp, upload=False,
+                                        progress=False, config=replayed_config(t) if kept else None)  # fmt: skip
         if reader.misses:
             raise SystemExit(f"error: {len(reader.misses)} prompts held no question of {run_dir} "
                              f"(the last lines of the first: {reader.misses[0][-80:]!r})")  # fmt: skip
@@ -149,6 +163,9 @@ def main() -> None:
     ap.add_argument("--own", type=float, default=None,
                     help="the threshold the run read at, for runs recorded before kbqa "
                     "recorded it (default: the records' abstention_threshold)")  # fmt: skip
+    ap.add_argument("--save", type=Path, default=None,
+                    help="keep each replay of --thresholds as a run folder SAVE/t<threshold> "
+                    "(which must not exist yet)")  # fmt: skip
     args = ap.parse_args()
     if args.own is not None and not 0 < args.own <= 1:
         raise SystemExit(f"error: --own must be in (0, 1], got {args.own}")
@@ -160,8 +177,14 @@ def main() -> None:
         raise SystemExit(f"error: --thresholds takes numbers, got {args.thresholds!r}") from None
     if not thresholds or any(not 0 < t <= 1 for t in thresholds):
         raise SystemExit(f"error: --thresholds must be in (0, 1], got {args.thresholds!r}")
+    if len(set(thresholds)) != len(thresholds):
+        raise SystemExit(f"error: --thresholds names a threshold twice: {args.thresholds!r}")
+    taken = [t for t in thresholds if args.save and (args.save / f"t{t:g}").exists()]
+    if taken:
+        raise SystemExit(f"error: {args.save / f't{taken[0]:g}'} exists: --save writes new "
+                         "run folders only (remove it or choose another --save)")  # fmt: skip
     try:
-        rows = replay(args.run, thresholds, args.own)
+        rows = replay(args.run, thresholds, args.own, args.save)
     except KBQAError as exc:
         raise SystemExit(f"error: {exc}") from None
     print("| reader | answerable EM / F1 | abstained: answerable / unanswerable | F1 |")

@@ -186,7 +186,8 @@ def test_chat_says_what_the_reader_said_why_it_abstained_and_the_web_note_once(
                  "বৃহস্পতি গ্রহের রাজার নাম কী?"]  # fmt: skip
     done = subprocess.run(
         [KBQA, "chat", "--index", str(both_index), "--embedder", "fake/hash", "--model",
-         "fake/script:প্যারিস|x@0.99", "--abstention-threshold", "0.5", "--db",
+         "fake/script:প্যারিস|x@0.99", "--abstention-threshold", "0.5", "--cross-check-rules",
+         "all", "--db",
          str(tmp_path / "w.sqlite")],
         capture_output=True, text=True, input="\n".join([*questions, "/quit"]) + "\n",
     )  # fmt: skip

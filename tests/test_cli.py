@@ -41,6 +41,14 @@ def test_index_ask_eval_with_fakes(kb_file: Path, tmp_path: Path) -> None:
     code, text = run_fake("ask", "বাংলাদেশের রাজধানী কোথায়?", out, "--verbose",
                           model="fake/script:ঢাকা")  # fmt: skip
     assert code == 0 and "timings:" in text
+    assert "reader:" not in text  # one reader for every language: not named
+    for question, reader in (
+        ("বাংলাদেশের রাজধানী কোথায়?", "fake/script:ঢাকা"),
+        ("What is the capital of Bangladesh?", "fake/script:Dhaka"),
+    ):
+        code, said = run_fake("ask", question, out, "--model-en", "fake/script:Dhaka",
+                              model="fake/script:ঢাকা")  # fmt: skip
+        assert code == 0 and f"reader: {reader}\n" in said, said
     assert re.search(r"^  retrieve\s+\d+\.\d{3} s$", text, flags=re.M), text
     qa = tmp_path / "qa.jsonl"
     qa.write_text(
@@ -106,7 +114,7 @@ def test_ask_says_web_search_is_off_when_a_question_ends_unanswered(both_index: 
         ("বাংলাদেশের রাজধানী কোথায়?", "fake/script:ঢাকা@0.99", ["--abstention-threshold", "0.5",
          "--cross-check", "off"], ["why: the reader found no answer in the passages (p = 0.99)"]),
         # the cross-check replaced the reader's answer by the extractor's span
-        ("বাংলাদেশের রাজধানী কোথায়?", "fake/script:প্যারিস", [],
+        ("বাংলাদেশের রাজধানী কোথায়?", "fake/script:প্যারিস", ["--cross-check-rules", "all"],
          ["reader said: প্যারিস (replaced by cross_check)"]),
         # finalize refused an answer no passage holds
         ("বাংলাদেশের রাজধানী কোথায়?", "fake/script:টোকিও", ["--cross-check", "off"],
@@ -141,7 +149,7 @@ def test_ask_says_retrieval_found_nothing(tmp_path: Path) -> None:
 
 def test_ask_json_holds_the_readers_answer_beside_the_final_one(tiny_index: Path) -> None:
     code, text = run_fake("ask", "বাংলাদেশের রাজধানী কোথায়?", tiny_index, "--json",
-                          model="fake/script:প্যারিস")  # fmt: skip
+                          "--cross-check-rules", "all", model="fake/script:প্যারিস")  # fmt: skip
     assert code == 0, text
     out = json.loads(text)
     assert out["reader_answer"] == "প্যারিস" and out["answered_by"] == "cross_check"

@@ -5,6 +5,8 @@ The graph routes through the node are in ``test_routes.py``; these pin each rule
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kbqa.answers.cross_check import (
@@ -15,6 +17,7 @@ from kbqa.answers.cross_check import (
     prefer_extractor,
 )
 from kbqa.answers.extract import Extraction
+from kbqa.context import Context
 from kbqa.prompts import ABSTENTION_PHRASE as ABST
 
 SENTENCE = "এখানে পৃথিবী গোলাকার নয়, বরং সমতল, এই ধারণাকে সমতল পৃথিবী বলা হয়।"
@@ -110,7 +113,7 @@ def test_a_rule_left_out_keeps_the_answer_it_would_have_changed() -> None:
     cases = {  # rule: (the decide() arguments, the answer the rule gives)
         "abstain": (("সমতল", False, low, ABST, "other"), (ABST, True)),
         "extractor": (("ঢাকা", False, SPAN, ABST, "location"), (SPAN.answer, False)),
-        "wider span": (("গোলাকার", False, SPAN, ABST, "other"), (SPAN.answer, False)),
+        "wider-span": (("গোলাকার", False, SPAN, ABST, "other"), (SPAN.answer, False)),
         "answer": ((ABST, True, high, ABST, "other"), ("সমতল", False)),
     }
     assert set(cases) == set(RULES)
@@ -119,3 +122,34 @@ def test_a_rule_left_out_keeps_the_answer_it_would_have_changed() -> None:
         others = tuple(r for r in RULES if r != rule)
         assert decide(*args, rules=others)[:2] == (args[0], args[1]), rule
         assert decide(*args, rules=())[:2] == (args[0], args[1]), rule
+
+
+def test_the_rules_setting_names_rules_and_refuses_others(tiny_index: Path) -> None:
+    from kbqa.answers.cross_check import parse_rules
+
+    assert parse_rules("all") == RULES and parse_rules("none") == ()
+    assert parse_rules(" answer , abstain") == ("abstain", "answer")  # in RULES order
+    for bad in ("", ",", "abstain,wider span", "all,none", "Extractor"):
+        with pytest.raises(ValueError, match="comma-separated rules of"):
+            parse_rules(bad)
+    with pytest.raises(ValueError, match="cross_check_rules"):
+        Context(index_dir=str(tiny_index), cross_check_rules="extractors")
+
+
+def test_the_graph_applies_only_the_rules_it_is_given(tiny_index: Path) -> None:
+    """A reader answer that shares no word with the extractor's span is replaced with every
+    rule on, and kept when ``cross_check_rules`` leaves ``extractor`` out."""
+    from kbqa.graph import graph
+
+    question = "বাংলাদেশের রাজধানী কোথায়?"
+    base = dict(index_dir=str(tiny_index), embedder="fake/hash", model="fake/script:প্যারিস",
+                web_search="off", max_retries=0)  # fmt: skip
+    every = graph.invoke({"question": question}, context=Context(**base, cross_check_rules="all"))
+    default = graph.invoke({"question": question}, context=Context(**base))  # rules: none
+    kept = graph.invoke({"question": question},
+                        context=Context(**base, cross_check_rules="abstain,answer"))  # fmt: skip
+    assert "cross_check: extractor" in every["route"], every["route"]
+    assert every["answered_by"] == "cross_check" and every["answer"] != "প্যারিস"
+    assert "cross_check: disagrees, kept" in kept["route"], kept["route"]
+    assert "cross_check: disagrees, kept" in default["route"], default["route"]
+    assert kept["answered_by"] != "cross_check"  # the reader's answer went on to finalize

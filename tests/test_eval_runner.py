@@ -86,7 +86,8 @@ def test_a_record_holds_the_readers_answer_beside_the_final_one(
     tiny_index: Path, qa_file: Path, tmp_path: Path
 ) -> None:
     qs = load_questions(qa_file)[:1]  # বাংলাদেশের রাজধানী কোথায়?
-    ctx = fake_ctx(tiny_index, model="fake/script:প্যারিস#record", web_search="off")
+    ctx = fake_ctx(tiny_index, model="fake/script:প্যারিস#record", web_search="off",
+                   cross_check_rules="all")  # fmt: skip
     run = evaluate_questions(qs, ctx, tmp_path / "run", progress=False)
     record = run.records[0]
     assert record["answered_by"] == "cross_check" and record["answer"] != "প্যারিস"

@@ -80,6 +80,8 @@ def test_english_questions_go_to_their_own_reader(tiny_index: Path) -> None:
     handed = Resources(reader=ScriptedChatModel.from_name("fake/abstain"))
     with pytest.raises(ValueError, match="cannot go with a handed-in reader"):
         Context(**base, resources=handed, reader_adapter_en="ad/en")
+    with pytest.raises(ValueError, match="use_llm is off"):
+        Context(**base, use_llm=False, model_en="qwen2.5-coder-1.5b")
 
 
 def test_an_english_reader_that_cannot_load_is_an_error(tiny_index: Path) -> None:

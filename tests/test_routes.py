@@ -203,7 +203,7 @@ def test_llm_unavailable_uses_the_extractor(both_index: Path, tmp_path: Path) ->
 
 def test_the_cross_check_keeps_an_answer_from_the_questions_sentence(both_index: Path) -> None:
     # the extractor's span is "বৃহত্তম শহর" from "ঢাকা বাংলাদেশের রাজধানী ও বৃহত্তম শহর।"
-    out = run(both_index, script("ঢাকা", "ঢাকা"), cross_check="auto")
+    out = run(both_index, script("ঢাকা", "ঢাকা"), cross_check="auto", cross_check_rules="all")
     assert out["route"] == [*HEAD, "cross_check", "cross_check: agrees", "verify", "finalize"]
     assert (out["answer"], out["answered_by"]) == ("ঢাকা", "generate")
     assert [s["stage"] for s in out["stage_answers"]] == ["generate", "cross_check", "verify"]
@@ -211,7 +211,9 @@ def test_the_cross_check_keeps_an_answer_from_the_questions_sentence(both_index:
 
 def test_the_cross_check_replaces_an_answer_read_elsewhere(both_index: Path) -> None:
     # "বুড়িগঙ্গা" is in the context, but not in the sentence the question points at
-    out = run(both_index, script("বুড়িগঙ্গা", "বৃহত্তম শহর"), cross_check="auto")
+    out = run(
+        both_index, script("বুড়িগঙ্গা", "বৃহত্তম শহর"), cross_check="auto", cross_check_rules="all"
+    )
     assert out["route"] == [*HEAD, "cross_check", "cross_check: extractor", "verify", "finalize"]
     assert (out["answer"], out["answered_by"]) == ("বৃহত্তম শহর", "cross_check")
     changes = [(s["stage"], s["answer"]) for s in out["stage_answers"]]
@@ -228,14 +230,24 @@ def test_the_cross_check_leaves_english_alone_unless_on(both_index: Path) -> Non
     auto = graph.invoke(question, context=Context(**ctx, model=script("Seine")))
     assert auto["route"] == [*HEAD, "cross_check", "cross_check: skipped (en)", "finalize"]
     assert auto["answer"] == "Seine"
-    on = graph.invoke(question, context=Context(**ctx, model=script("Seine"), cross_check="on"))
+    on = graph.invoke(
+        question,
+        context=Context(**ctx, model=script("Seine"), cross_check="on", cross_check_rules="all"),
+    )
     assert on["route"][4:6] == ["cross_check", "cross_check: extractor"]
     assert on["answer"] == "France" and on["answered_by"] == "cross_check"
 
 
 def test_the_cross_check_answers_an_abstention_its_context_answers(both_index: Path) -> None:
     # the question's two content words are both in "ঢাকা বাংলাদেশের রাজধানী ও বৃহত্তম শহর।"
-    out = run(both_index, script(ABST, ABST), cross_check="auto", fallback=False, verify=False)
+    out = run(
+        both_index,
+        script(ABST, ABST),
+        cross_check="auto",
+        cross_check_rules="all",
+        fallback=False,
+        verify=False,
+    )
     assert out["route"] == [
         *HEAD, *RETRY, "cross_check", "cross_check: answered", "finalize"
     ]  # fmt: skip
@@ -266,7 +278,7 @@ def test_the_cross_check_turns_an_unsupported_answer_into_an_abstention(
     both_index: Path,
 ) -> None:
     ctx = Context(index_dir=str(both_index), embedder="fake/hash", model=script("ঢাকা"),
-                  web_search="test-down", fallback=False)  # fmt: skip
+                  web_search="test-down", fallback=False, cross_check_rules="all")  # fmt: skip
     out = graph.invoke({"question": UNSUPPORTED}, context=ctx)
     assert out["route"] == [*HEAD, "cross_check", "cross_check: abstained",
                             "web_search", "web: unavailable", "finalize"]  # fmt: skip

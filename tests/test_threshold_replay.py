@@ -11,7 +11,7 @@ import pytest
 
 from kbqa.context import Context
 from kbqa.evals.datasets import load_questions
-from kbqa.evals.run_dir import run_config
+from kbqa.evals.run_dir import load_run, run_config
 from kbqa.evals.runner import evaluate_questions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -43,11 +43,20 @@ def run(tiny_index: Path, tmp_path: Path) -> Path:
     return out
 
 
-def test_a_lower_threshold_abstains_where_the_probability_reaches_it(run: Path) -> None:
-    rows = dict(threshold_replay.replay(str(run), [0.5, 0.2]))
+def test_a_lower_threshold_abstains_where_the_probability_reaches_it(
+    run: Path, tmp_path: Path
+) -> None:
+    rows = dict(threshold_replay.replay(str(run), [0.5, 0.2], save=tmp_path / "kept"))
     assert rows["replayed at 0.9 (its own)"]["token_f1"] == rows["recorded run"]["token_f1"] == 1.0
     assert rows["replayed at 0.5"]["abstention_rate_answerable"] == pytest.approx(1 / 3, abs=1e-3)
     assert rows["replayed at 0.2"]["abstention_rate_answerable"] == pytest.approx(2 / 3, abs=1e-3)
+    # --save keeps each replay as a run folder that reads back with the same figures
+    kept = load_run(tmp_path / "kept" / "t0.2")
+    assert [r["abstained"] for r in kept.records] == [True, True, False]
+    # each record says the threshold it was replayed at and the probability it was read with
+    assert {r["abstention_threshold"] for r in kept.records} == {0.2}
+    assert {r["qid"]: r["abstention_probability"] for r in kept.records} == PROBABILITY
+    assert not (tmp_path / "kept" / "t0.9").exists()  # the run's own threshold is not kept
 
 
 def test_a_threshold_above_the_runs_own_is_refused(run: Path) -> None:

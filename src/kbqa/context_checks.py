@@ -79,6 +79,44 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
     return check
 
 
+CROSS_CHECK_RULES = ("abstain", "extractor", "wider-span", "answer")
+"""The cross-check's rules by name (``Context.cross_check_rules`` names some), in the order of
+:mod:`kbqa.answers.cross_check`'s docstring: ``abstain`` (rule 1), ``extractor`` (rule 2, a
+disagreeing answer replaced by the extractor's span), ``wider-span`` (rule 2, an agreeing
+answer replaced where :func:`kbqa.answers.cross_check.prefer_extractor` says so) and ``answer``
+(rule 3). :func:`kbqa.answers.cross_check.decide` applies the ones it is given;
+``benchmarks/cross_check.py --ablate`` replays a run with each one left out, which is how a rule
+is re-chosen for a new reader. Defined here, with the settings, so that they can check it."""
+
+
+def parse_rules(text: str) -> tuple[str, ...]:
+    """The rules named by ``text`` (``Context.cross_check_rules``): comma-separated names of
+    :data:`CROSS_CHECK_RULES`, ``all`` for every one, or ``none``; in that tuple's order.
+
+    Raises:
+        ValueError: A name is not a rule, or ``text`` names none (say ``none``).
+    """
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return CROSS_CHECK_RULES
+    if names == ["none"]:
+        return ()
+    if not names or any(n not in CROSS_CHECK_RULES for n in names):
+        raise ValueError(
+            f"must be comma-separated rules of {', '.join(CROSS_CHECK_RULES)}, or all, or none; "
+            f"got {text!r}"
+        )
+    return tuple(r for r in CROSS_CHECK_RULES if r in names)
+
+
+def _cross_check_rules(value: Any) -> str | None:
+    try:
+        parse_rules(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _not_blank(value: Any) -> str | None:
     return None if value.strip() else "must not be empty: it is the answer of an abstention"
 
@@ -157,6 +195,7 @@ FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "cross_check": lambda v: (
         None if v in ("auto", "on", "off") else (f"must be auto, on or off, got {v!r}")
     ),
+    "cross_check_rules": _cross_check_rules,
     "grounding": _one_of(*GROUNDING_MODES),
     "fusion": _one_of("weighted", "rrf"),
     "llm_url": _llm_url,
@@ -217,6 +256,11 @@ def _room_for_a_prompt(c: Any) -> str | None:
 def _english_reader(c: Any) -> str | None:
     if not (c.model_en or c.reader_adapter_en):
         return None
+    if not c.use_llm:
+        return (
+            "model_en and reader_adapter_en name an English reader, but use_llm is off "
+            "(--no-llm: the pattern extractor answers every question)"
+        )
     if c.llm_url:
         return (
             "model_en and reader_adapter_en need the reader in this process: a llm_url server "

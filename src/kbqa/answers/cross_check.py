@@ -22,15 +22,19 @@ the context answers at all. Three rules, in this order:
    :data:`ANSWER_FROM` of the question's content words is answered with the extractor's span
    (``cross_check: answered``).
 
-On English the reader reads better than the extractor (XQuAD: rule 2 lowered F1), so by
-default (``Context.cross_check = "auto"``) the node changes Bangla answers only. Figures:
-``docs/finetune.md`` ("Cross-check").
+On English the reader reads better than the extractor (XQuAD: rule 2 lowered F1), so
+``Context.cross_check = "auto"`` (the default) lets the node change Bangla answers only, and only
+with the rules ``Context.cross_check_rules`` names (:func:`parse_rules`; default none since
+2026-12-05: with the 2-epoch reader no rule raised both BanglaRQA samples without lowering the
+natural-questions set). Figures: ``docs/finetune.md`` ("Cross-check").
 """
 
 from __future__ import annotations
 
 from kbqa.answers.extract import Extraction
 from kbqa.answers.vocabulary import EDGE, YES_NO_FORMS
+from kbqa.context_checks import CROSS_CHECK_RULES as RULES
+from kbqa.context_checks import parse_rules as parse_rules
 from kbqa.retrieval.tokenizer import tokenize
 from kbqa.text import normalize_text
 
@@ -90,14 +94,6 @@ def prefer_extractor(answer: str, found: Extraction, question_type: str) -> bool
     return False
 
 
-RULES = ("abstain", "extractor", "wider span", "answer")
-"""The cross-check's rules by name, in the module docstring's order: ``abstain`` (rule 1),
-``extractor`` (rule 2, a disagreeing answer replaced by the extractor's span), ``wider span``
-(rule 2, an agreeing answer replaced where :func:`prefer_extractor` says so) and ``answer``
-(rule 3). :func:`decide` applies the ones it is given; ``benchmarks/cross_check.py --ablate``
-replays a run with each one left out, which is how a rule is re-chosen for a new reader."""
-
-
 def applies(mode: str, language: str) -> bool:
     """Whether the cross-check may change an answer in ``language`` under ``mode``
     (``auto``: the languages of :data:`AUTO_LANGUAGES`; ``on``: all; ``off``: none)."""
@@ -137,7 +133,7 @@ def decide(
     if found is None:
         return answer, False, "cross_check: no span"
     if agrees(answer, found):
-        if "wider span" in rules and prefer_extractor(answer, found, question_type):
+        if "wider-span" in rules and prefer_extractor(answer, found, question_type):
             return found.answer, False, "cross_check: agrees, extractor's span"
         return answer, False, "cross_check: agrees"
     if "extractor" not in rules:

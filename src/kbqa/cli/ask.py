@@ -130,6 +130,9 @@ def ask(
         typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
     print_answer(out, ctx.index_dir)
+    if ctx.reader_for("en") != ctx.reader_for(None):  # two readers: say which one read it
+        model, adapter = ctx.reader_for(out.get("language"))
+        typer.echo(f"reader: {f'{model} + {adapter}' if adapter else model}")
     if verbose:
         typer.echo("timings:")
         for t in out.get("timings", []):

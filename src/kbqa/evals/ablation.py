@@ -20,6 +20,7 @@ from typing import Any
 
 import regex
 
+from kbqa.answers.cross_check import parse_rules
 from kbqa.context import Context
 from kbqa.errors import InputError
 from kbqa.evals.datasets import Question
@@ -73,8 +74,8 @@ def ablations(ctx: Context, *, has_dense: bool = True) -> list[tuple[str, dict[s
     rows += [("RRF fusion", {"fusion": "rrf"})] if has_dense else []
     rows += [("no padding", {"pad_previous": False})]
     rows += [("no retry", {"max_retries": 0})] if ctx.max_retries else []
-    stages = {
-        "cross_check": ctx.cross_check != "off",
+    stages = {  # the cross-check changes answers only with rules (cross_check_rules)
+        "cross_check": ctx.cross_check != "off" and bool(parse_rules(ctx.cross_check_rules)),
         "verify": ctx.verify,
         "fallback": ctx.fallback,
         "web_search": ctx.web_search != "off",
@@ -85,7 +86,8 @@ def ablations(ctx: Context, *, has_dense: bool = True) -> list[tuple[str, dict[s
             rows.append((f"no {name.replace('_', ' ')}", {name: off[name]}))
     if sum(stages.values()) > 1:
         rows.append(("skeleton (no cross-check, verify, fallback, web)", off))
-    rows.append(("no LLM (pattern extractor)", {"use_llm": False}))
+    no_llm = {"use_llm": False, "model_en": "", "reader_adapter_en": ""}  # no English reader
+    rows.append(("no LLM (pattern extractor)", no_llm))
     return rows
 
 

@@ -24,6 +24,7 @@ from kbqa.errors import ModelError
 from kbqa.llm.cache import cache_root, file_sha256
 
 log = logging.getLogger("kbqa.llm")
+_WARNED_NO_MANIFEST: set[Path] = set()
 
 ADAPTERS_DIR = Path(__file__).parent / "adapters"
 """Adapters shipped in the package, one directory each."""
@@ -140,7 +141,8 @@ def load_adapter(spec: str) -> Adapter:
             )
     elif manifest_path.exists():
         raise ModelError(f"{manifest_path} is not a readable file")
-    elif path.name == ADAPTER_FILE:
+    elif path.name == ADAPTER_FILE and path.parent not in _WARNED_NO_MANIFEST:
+        _WARNED_NO_MANIFEST.add(path.parent)  # said once a process: it is loaded more than once
         log.warning(
             "%s has no %s: its serving settings (the abstention threshold) are unknown, so it "
             "is served with threshold 0 (greedy) unless --abstention-threshold is given",

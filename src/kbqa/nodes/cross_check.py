@@ -8,7 +8,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kbqa.answers.cross_check import applies, decide
+from kbqa.answers.cross_check import applies, decide, parse_rules
 from kbqa.answers.extract import extract_answer
 from kbqa.context import Context, context_of
 from kbqa.nodes.common import node, on_route, stage_answer
@@ -48,7 +48,12 @@ def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             language,
         )
         answer, abstained, status = decide(
-            answer, abstained, found, ctx.abstention_phrase, state.get("question_type", "other")
+            answer,
+            abstained,
+            found,
+            ctx.abstention_phrase,
+            state.get("question_type", "other"),
+            rules=parse_rules(ctx.cross_check_rules),
         )
         update = {"question_coverage": round(found.coverage, 4) if found else 0.0}
         if found is not None and state.get("abstained") and not abstained:  # rule 3

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,9 @@ def replay(
         )
     real = chat_model_for(ctx)
     recorded = {r.get("abstention_threshold") for r in run.records}
+    if own is not None and None not in recorded and recorded != {own}:
+        raise SystemExit(f"error: --own {own} is not the threshold the records of {run_dir} were "
+                         f"read at ({', '.join(map(str, sorted(recorded)))})")  # fmt: skip
     if own is None and None not in recorded and len(recorded) == 1:
         own = float(recorded.pop())
     if own is None:
@@ -177,8 +181,10 @@ def main() -> None:
         raise SystemExit(f"error: --thresholds takes numbers, got {args.thresholds!r}") from None
     if not thresholds or any(not 0 < t <= 1 for t in thresholds):
         raise SystemExit(f"error: --thresholds must be in (0, 1], got {args.thresholds!r}")
-    if len(set(thresholds)) != len(thresholds):
+    if len({f"{t:g}" for t in thresholds}) != len(thresholds):  # as --save names the folders
         raise SystemExit(f"error: --thresholds names a threshold twice: {args.thresholds!r}")
+    if args.save is not None and args.save.exists() and not args.save.is_dir():
+        raise SystemExit(f"error: --save {args.save} is a file, not a folder")
     taken = [t for t in thresholds if args.save and (args.save / f"t{t:g}").exists()]
     if taken:
         raise SystemExit(f"error: {args.save / f't{taken[0]:g}'} exists: --save writes new "
@@ -200,4 +206,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except SystemExit as exc:  # an error message: exit status 2, as kbqa's own commands
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+            raise SystemExit(2) from None
+        raise

@@ -10,6 +10,10 @@ extras=$(IFS=,; echo "$*")
 python=${PYTHON:-python3}
 wheels=${KBQA_WHEEL_CACHE:-$HOME/.cache/kbqa/wheels}
 llama_version=0.3.36
+if [ -e "$wheels" ] && [ ! -d "$wheels" ]; then
+  echo "setup: KBQA_WHEEL_CACHE=$wheels is a file, not a folder: point it at a folder" >&2
+  exit 2
+fi
 
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
@@ -20,9 +24,9 @@ llama_version=0.3.36
 # other x86 feature the CPU has instead of -march=native, and its wheel is cached apart.
 # CMAKE_ARGS of your own replace that choice; their wheel is cached in a folder of their own.
 cmake_args=${CMAKE_ARGS:-}
-if [ -n "$cmake_args" ]; then
-  wheels="$wheels/cmake-$(printf %s "$cmake_args" | sha256sum | cut -c1-12)"
-elif grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
+if [ -n "${cmake_args//[[:space:]]/}" ]; then  # blanks alone are no settings
+  wheels="$wheels/cmake-$(printf %s "$cmake_args" | cksum | cut -d' ' -f1)"
+elif cmake_args="" && grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
   flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
   cmake_args="-DGGML_NATIVE=OFF"
   for pair in avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx_vnni:AVX_VNNI avx512f:AVX512 \

@@ -129,7 +129,8 @@ def test_the_rules_setting_names_rules_and_refuses_others(tiny_index: Path) -> N
 
     assert parse_rules("all") == RULES and parse_rules("none") == ()
     assert parse_rules(" answer , abstain") == ("abstain", "answer")  # in RULES order
-    for bad in ("", ",", "abstain,wider span", "all,none", "Extractor"):
+    assert parse_rules("Wider  Span, ABSTAIN") == ("abstain", "wider-span")  # case, blanks
+    for bad in ("", ",", "all,none", "extractors", "abstain;answer", "x" * 5000):
         with pytest.raises(ValueError, match="comma-separated rules of"):
             parse_rules(bad)
     with pytest.raises(ValueError, match="cross_check_rules"):

@@ -62,3 +62,27 @@ def test_a_lower_threshold_abstains_where_the_probability_reaches_it(
 def test_a_threshold_above_the_runs_own_is_refused(run: Path) -> None:
     with pytest.raises(SystemExit, match="above the run's own"):
         threshold_replay.replay(str(run), [0.95])
+
+
+def test_an_own_threshold_other_than_the_records_is_refused(run: Path) -> None:
+    """The records say they were read at 0.9: replaying them as read at 0.95 would invent
+    answers the reader never gave."""
+    with pytest.raises(SystemExit, match="--own 0.95 is not the threshold"):
+        threshold_replay.replay(str(run), [0.5], own=0.95)
+
+
+def test_the_command_line_refuses_bad_thresholds_with_status_2(run: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    script = Path(threshold_replay.__file__)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for args, said in (
+        (["--thresholds", "0.5,0.50000001"], "names a threshold twice"),
+        (["--thresholds", "0.5", "--save", str(afile)], "is a file, not a folder"),
+        (["--thresholds", "0.95"], "above the run's own"),
+    ):
+        done = subprocess.run([sys.executable, str(script), str(run), *args],
+                              capture_output=True, text=True)  # fmt: skip
+        assert done.returncode == 2 and said in done.stderr, (args, done.stderr)
+    assert afile.read_text() == "x"

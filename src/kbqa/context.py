@@ -202,7 +202,8 @@ class Context:
         default="auto",
         metadata={
             "description": "Check the reader against the pattern extractor on the same "
-            "context, with the rules cross_check_rules names (by default none: it only records "
+            "context, with the rules cross_check_rules (--cross-check-rules) names (by default "
+            "none: it only records "
             "whether the two agree): auto = Bangla questions only, on = all, off = never."
         },
     )

@@ -91,12 +91,13 @@ is re-chosen for a new reader. Defined here, with the settings, so that they can
 
 def parse_rules(text: str) -> tuple[str, ...]:
     """The rules named by ``text`` (``Context.cross_check_rules``): comma-separated names of
-    :data:`CROSS_CHECK_RULES`, ``all`` for every one, or ``none``; in that tuple's order.
+    :data:`CROSS_CHECK_RULES`, ``all`` for every one, or ``none``; in that tuple's order. Case
+    and blanks inside a name do not matter (``Wider Span`` is ``wider-span``).
 
     Raises:
         ValueError: A name is not a rule, or ``text`` names none (say ``none``).
     """
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = [" ".join(n.split()).lower().replace(" ", "-") for n in text.split(",") if n.strip()]
     if names == ["all"]:
         return CROSS_CHECK_RULES
     if names == ["none"]:
@@ -104,7 +105,7 @@ def parse_rules(text: str) -> tuple[str, ...]:
     if not names or any(n not in CROSS_CHECK_RULES for n in names):
         raise ValueError(
             f"must be comma-separated rules of {', '.join(CROSS_CHECK_RULES)}, or all, or none; "
-            f"got {text!r}"
+            f"got {text if len(text) <= 80 else text[:77] + '...'!r}"
         )
     return tuple(r for r in CROSS_CHECK_RULES if r in names)
 
@@ -258,8 +259,9 @@ def _english_reader(c: Any) -> str | None:
         return None
     if not c.use_llm:
         return (
-            "model_en and reader_adapter_en name an English reader, but use_llm is off "
-            "(--no-llm: the pattern extractor answers every question)"
+            "an English reader (model_en / --model-en, reader_adapter_en / --reader-adapter-en) "
+            "needs the LLM, but use_llm is off (--no-llm: the pattern extractor answers every "
+            "question)"
         )
     if c.llm_url:
         return (

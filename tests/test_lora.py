@@ -189,11 +189,11 @@ def test_a_manifest_that_does_not_describe_its_adapter_is_refused(
     shutil.copytree(lora.shipped_adapter("gemma3-270m-reader"), copy)
     manifest = json.loads((copy / "manifest.json").read_text("utf-8"))
     lora.load_adapter(str(copy))  # as shipped: accepted
-    lora.load_adapter.cache_clear()
+    lora.read_adapter_file.cache_clear()
     (copy / "manifest.json").write_text(json.dumps(manifest | {field: value}), "utf-8")
     with pytest.raises(ModelError, match=re.escape(message)):
         resolve_adapter("gemma3-270m", str(copy))
-    lora.load_adapter.cache_clear()
+    lora.read_adapter_file.cache_clear()
 
 
 def test_an_adapter_folder_without_a_manifest_says_how_it_is_served(
@@ -207,6 +207,6 @@ def test_an_adapter_folder_without_a_manifest_says_how_it_is_served(
     with caplog.at_level("WARNING", logger="kbqa"):
         lora.load_adapter(str(copy))
         lora.load_adapter(str(copy / "adapter.gguf"))  # the same adapter, named another way
-    lora.load_adapter.cache_clear()
+    lora.read_adapter_file.cache_clear()
     said = [r for r in caplog.records if "has no manifest.json" in r.getMessage()]
     assert len(said) == 1 and "threshold 0" in said[0].getMessage(), said  # once, not per load

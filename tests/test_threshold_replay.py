@@ -67,7 +67,7 @@ def test_a_threshold_above_the_runs_own_is_refused(run: Path) -> None:
 def test_an_own_threshold_other_than_the_records_is_refused(run: Path) -> None:
     """The records say they were read at 0.9: replaying them as read at 0.95 would invent
     answers the reader never gave."""
-    with pytest.raises(SystemExit, match="--own 0.95 is not the threshold"):
+    with pytest.raises(SystemExit, match=r"--own 0\.95 is not the threshold"):
         threshold_replay.replay(str(run), [0.5], own=0.95)
 
 

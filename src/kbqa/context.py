@@ -203,8 +203,8 @@ class Context:
         metadata={
             "description": "Check the reader against the pattern extractor on the same "
             "context, with the rules cross_check_rules (--cross-check-rules) names (by default "
-            "none: it only records "
-            "whether the two agree): auto = Bangla questions only, on = all, off = never."
+            "none: it only records whether the two agree): auto = Bangla questions only, on = "
+            "all, off = never."
         },
     )
     cross_check_rules: str = field(

@@ -24,7 +24,6 @@ from kbqa.errors import ModelError
 from kbqa.llm.cache import cache_root, file_sha256
 
 log = logging.getLogger("kbqa.llm")
-_WARNED_NO_MANIFEST: set[Path] = set()
 
 ADAPTERS_DIR = Path(__file__).parent / "adapters"
 """Adapters shipped in the package, one directory each."""
@@ -72,9 +71,9 @@ def _what_instead(folder: Path, spec: str) -> str:
     return f"a directory with {ADAPTER_FILE}"
 
 
-@functools.cache
 def load_adapter(spec: str) -> Adapter:
-    """Read an adapter directory or ``.gguf`` file (once per process).
+    """Read an adapter directory or ``.gguf`` file, once per process whatever its spelling (the
+    folder or its ``adapter.gguf``, relative or absolute: :func:`read_adapter_file`).
 
     Args:
         spec: A directory holding ``adapter.gguf`` (and ``manifest.json``), or a ``.gguf``
@@ -91,6 +90,13 @@ def load_adapter(spec: str) -> Adapter:
         path = path / ADAPTER_FILE
     if not path.is_file():
         raise ModelError(f"LoRA adapter not found: {spec} ({_what_instead(path.parent, spec)})")
+    return read_adapter_file(path.absolute())
+
+
+@functools.cache
+def read_adapter_file(path: Path) -> Adapter:
+    """Read and check the adapter GGUF at ``path`` (an absolute file path; cached, so its
+    manifest's warnings are said once). Raises as :func:`load_adapter`."""
     with path.open("rb") as fh:
         if fh.read(4) != b"GGUF":
             raise ModelError(f"{path} is not a GGUF file (it does not start with GGUF)")
@@ -141,8 +147,7 @@ def load_adapter(spec: str) -> Adapter:
             )
     elif manifest_path.exists():
         raise ModelError(f"{manifest_path} is not a readable file")
-    elif path.name == ADAPTER_FILE and path.parent not in _WARNED_NO_MANIFEST:
-        _WARNED_NO_MANIFEST.add(path.parent)  # said once a process: it is loaded more than once
+    elif path.name == ADAPTER_FILE:
         log.warning(
             "%s has no %s: its serving settings (the abstention threshold) are unknown, so it "
             "is served with threshold 0 (greedy) unless --abstention-threshold is given",

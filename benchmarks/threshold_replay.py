@@ -125,6 +125,11 @@ def replay(
     if above:
         raise SystemExit(f"error: thresholds above the run's own ({own}) need answers the reader "
                          f"never gave: {', '.join(map(str, above))}")  # fmt: skip
+    for n, r in enumerate(run.records, start=1):
+        p = r["abstention_probability"]
+        if isinstance(p, bool) or not isinstance(p, int | float) or not 0 <= p <= 1:
+            raise SystemExit(f"error: record {n} of {run_dir} (qid {r.get('qid')}): "
+                             f"abstention_probability must be a number in [0, 1], got {p!r}")  # fmt: skip
     readings = {  # keyed as the prompt shows the question (kbqa.prompts.answer)
         visible_text(r["question"]).strip(): (
             str(r["stage_answers"][0]["answer"]),

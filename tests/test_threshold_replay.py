@@ -86,3 +86,13 @@ def test_the_command_line_refuses_bad_thresholds_with_status_2(run: Path, tmp_pa
                               capture_output=True, text=True)  # fmt: skip
         assert done.returncode == 2 and said in done.stderr, (args, done.stderr)
     assert afile.read_text() == "x"
+
+
+def test_a_probability_that_is_not_one_is_refused(run: Path) -> None:
+    records = run / "records.jsonl"
+    rows = [json.loads(x) for x in records.read_text().splitlines()]
+    for bad in ("high", float("nan"), 1.5):
+        rows[1]["abstention_probability"] = bad
+        records.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        with pytest.raises(SystemExit, match="abstention_probability must be a number in"):
+            threshold_replay.replay(str(run), [0.5])

@@ -73,7 +73,8 @@ def _what_instead(folder: Path, spec: str) -> str:
 
 def load_adapter(spec: str) -> Adapter:
     """Read an adapter directory or ``.gguf`` file, once per process whatever its spelling (the
-    folder or its ``adapter.gguf``, relative or absolute: :func:`read_adapter_file`).
+    folder or its ``adapter.gguf``, relative, absolute or through a link:
+    :func:`read_adapter_file`).
 
     Args:
         spec: A directory holding ``adapter.gguf`` (and ``manifest.json``), or a ``.gguf``
@@ -90,7 +91,7 @@ def load_adapter(spec: str) -> Adapter:
         path = path / ADAPTER_FILE
     if not path.is_file():
         raise ModelError(f"LoRA adapter not found: {spec} ({_what_instead(path.parent, spec)})")
-    return read_adapter_file(path.absolute())
+    return read_adapter_file(path.resolve())
 
 
 @functools.cache

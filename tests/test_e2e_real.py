@@ -87,7 +87,10 @@ def test_real_gemma_answers_bangla_questions(
     assert s["token_f1"] >= F1_FLOOR
     for rec in result.records:
         assert rec["route"][:3] == ["classify", "retrieve", "generate"]
-        assert rec["route"][-1] == "finalize"
+        # finalize ends every route; "finalize: ungrounded" when it refused an answer in no
+        # passage (the base model writes some, and since the cross-check's rules are off by
+        # default nothing replaces them with a span first)
+        assert rec["route"][-1] in ("finalize", "finalize: ungrounded"), rec["route"]
 
 
 def test_real_gemma_streams_tokens(bangla_slice: tuple[Path, Path]) -> None:

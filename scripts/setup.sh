@@ -10,7 +10,7 @@ extras=$(IFS=,; echo "$*")
 python=${PYTHON:-python3}
 llama_version=0.3.36
 # The wheel folder and build flags for this CPU (an AMX CPU gets a build without AMX): see
-# scripts/wheel-cache.sh. Its errors (KBQA_WHEEL_CACHE a file) stop setup before anything is made.
+# scripts/wheel-cache.sh. Its errors (KBQA_WHEEL_CACHE a file, ...) stop setup before anything is made.
 where=$(bash scripts/wheel-cache.sh)
 wheels=$(sed -n 1p <<<"$where")
 cmake_args=$(sed -n 2p <<<"$where")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Print where llama-cpp-python's wheel for this machine is cached (line 1) and the CMAKE_ARGS it
-# is built with (line 2). scripts/setup.sh builds and installs that wheel; tests/test_wheel.py
-# installs the same one into a fresh venv, so both agree on the folder.
+# Print where llama-cpp-python's wheel for this machine is cached (line 1, an absolute path) and
+# the CMAKE_ARGS it is built with (line 2, on one line). scripts/setup.sh builds and installs that
+# wheel; tests/test_wheel.py and docs/usage.md install the same one into a fresh venv, so all
+# agree on the folder.
 #
 # The folder is $KBQA_WHEEL_CACHE (default ~/.cache/kbqa/wheels), or below it:
 #   cmake-<cksum>  when CMAKE_ARGS of your own are set (their wheel is cached apart);
@@ -10,16 +11,27 @@
 #                  the Gemma 3 GGUF (seen with llama-cpp-python 0.3.36 on 2026-12-05, the kernel
 #                  granting AMX). There the build names every other x86 feature the CPU has
 #                  instead of -march=native.
-# Exits 2 when $KBQA_WHEEL_CACHE is a file.
+# Exits 2, naming the problem, when that folder cannot be one (a file, a broken link, a name with
+# a line break) or no home folder is known.
 set -euo pipefail
 
-wheels=${KBQA_WHEEL_CACHE:-$HOME/.cache/kbqa/wheels}
-if [ -e "$wheels" ] && [ ! -d "$wheels" ]; then
-  echo "setup: KBQA_WHEEL_CACHE=$wheels is a file, not a folder: point it at a folder" >&2
-  exit 2
+fail() { echo "wheel-cache: $*" >&2; exit 2; }
+
+home=${HOME:-$(getent passwd "$(id -u)" 2>/dev/null | cut -d: -f6 || true)}
+if [ -n "${KBQA_WHEEL_CACHE:-}" ]; then
+  wheels=$KBQA_WHEEL_CACHE
+elif [ -n "$home" ]; then
+  wheels=$home/.cache/kbqa/wheels
+else
+  fail "no home folder is known (HOME is unset): set KBQA_WHEEL_CACHE to a folder"
 fi
+case $wheels in *$'\n'*|*$'\r'*) fail "KBQA_WHEEL_CACHE holds a line break: name a folder without one" ;; esac
+case $wheels in /*) ;; *) wheels=$PWD/$wheels ;; esac
+while [ "${wheels%/}" != "$wheels" ] && [ "$wheels" != / ]; do wheels=${wheels%/}; done
 
 cmake_args=${CMAKE_ARGS:-}
+cmake_args=${cmake_args//$'\n'/ }  # one line: a line break in CMAKE_ARGS is a blank to cmake
+cmake_args=${cmake_args//$'\r'/ }
 if [ -n "${cmake_args//[[:space:]]/}" ]; then  # blanks alone are no settings
   wheels="$wheels/cmake-$(printf %s "$cmake_args" | cksum | cut -d' ' -f1)"
 elif cmake_args="" && grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
@@ -31,4 +43,15 @@ elif cmake_args="" && grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
   done
   wheels="$wheels/no-amx"
 fi
+
+# the folder, and every folder above it up to KBQA_WHEEL_CACHE, must be a folder or not yet exist
+path=$wheels
+while [ -n "$path" ] && [ "$path" != / ]; do
+  if [ -L "$path" ] && [ ! -e "$path" ]; then
+    fail "$path is a link to nothing: point KBQA_WHEEL_CACHE at a folder"
+  elif [ -e "$path" ] && [ ! -d "$path" ]; then
+    fail "$path is a file, not a folder: point KBQA_WHEEL_CACHE at a folder"
+  fi
+  path=$(dirname "$path")
+done
 printf '%s\n%s\n' "$wheels" "$cmake_args"

@@ -204,8 +204,11 @@ def main() -> None:
     def pct(value: float | None) -> str:  # None: the run has no question of that kind
         return "-" if value is None else f"{100 * value:.1f}%"
 
+    def num(value: float | None) -> str:  # None: the run has no answerable question
+        return "-" if value is None else f"{value:.3f}"
+
     for label, s in rows:
-        print(f"| {label} | {s['exact_match_answerable']:.3f} / {s['token_f1_answerable']:.3f} | "
+        print(f"| {label} | {num(s['exact_match_answerable'])} / {num(s['token_f1_answerable'])} | "
               f"{pct(s['abstention_rate_answerable'])} / "
               f"{pct(s['abstention_rate_unanswerable'])} | {s['token_f1']:.3f} |")  # fmt: skip
 

@@ -96,3 +96,31 @@ def test_a_probability_that_is_not_one_is_refused(run: Path) -> None:
         records.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         with pytest.raises(SystemExit, match="abstention_probability must be a number in"):
             threshold_replay.replay(str(run), [0.5])
+
+
+def test_a_run_of_unanswerable_questions_only_prints_its_table(
+    tiny_index: Path, tmp_path: Path
+) -> None:
+    """A trap set holds no answerable question: its answerable figures are None, printed as
+    ``-`` (the table used to fail formatting them)."""
+    import subprocess
+
+    qa = tmp_path / "traps.qa.jsonl"
+    rows = (json.dumps({"qid": i, "question": q, "answers": [], "answerable": False},
+                       ensure_ascii=False) for i, q, _ in QUESTIONS)  # fmt: skip
+    qa.write_text("".join(row + "\n" for row in rows))
+    ctx = Context(index_dir=str(tiny_index), model="fake/script:ঢাকা|নদী|Seine",
+                  embedder="fake/hash", abstention_threshold=0.9, cross_check="off")  # fmt: skip
+    out = tmp_path / "run"
+    evaluate_questions(load_questions(qa), ctx, out, config=run_config(qa, None, ctx),
+                       upload=False, progress=False)  # fmt: skip
+    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    for r in records:
+        r["abstention_probability"] = PROBABILITY[r["qid"]]
+    (out / "records.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                               for r in records))  # fmt: skip
+    done = subprocess.run([sys.executable, str(Path(threshold_replay.__file__)), str(out),
+                           "--thresholds", "0.5"], capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # at 0.5 only question 2 (p 0.6) is abstained on: a third of the unanswerable ones
+    assert "| replayed at 0.5 | - / - | - / 33.3% |" in done.stdout, done.stdout

@@ -75,6 +75,21 @@ def test_nothing_in_reach_ends_the_answer() -> None:
     assert _pick(c, [1, 8], [6]) == END
 
 
+def test_a_span_starts_at_a_character_not_inside_one() -> None:
+    """A byte token that is the middle of a Bangla character (a UTF-8 continuation byte) is a
+    substring of the context's bytes but not a span: allowed, the real reader once wrote
+    ``▁`` then 0x9f bytes until its token limit, read as an empty reply."""
+    pieces = {0: b"", 1: b" ", 2: b"\x9f", 3: " পদ্মা".encode(), 4: "প".encode()[:1]}
+    text = "পদ্মা বাংলাদেশের একটি প্রধান নদী।"
+    assert b"\x9f" in text.encode("utf-8")  # the lure: the byte is in the context
+    c = SpanConstraint(pieces.__getitem__, [text], [], prompt_tokens=2, end_tokens=[0])
+    scores = np.array([-10.0, -10.0, 10.0, 5.0, 4.0], dtype=np.float32)  # 0x9f preferred
+    for generated in ([], [1]):  # first, or after a lone space (the lead-in before a word)
+        out = c(np.array([99, 98, *generated]), scores)
+        assert not np.isfinite(out[2]) and int(np.argmax(out)) == 3, generated
+    assert c.allowed(b" ", 4)  # the first byte of a character may start the span
+
+
 @pytest.mark.parametrize(
     ("answer", "expected"),
     [

@@ -81,6 +81,8 @@ class SpanConstraint:
         text = (so_far + piece).lstrip()
         if not text:
             return True
+        if 0x80 <= text[0] <= 0xBF:  # a UTF-8 continuation byte: a span starts at a character
+            return False
         return text in self.context or any(f.startswith(text) for f in self.fixed)
 
     def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:

@@ -44,7 +44,7 @@ elif cmake_args="" && grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
   wheels="$wheels/no-amx"
 fi
 
-# the folder, and every folder above it up to KBQA_WHEEL_CACHE, must be a folder or not yet exist
+# the folder and every folder above it must be a folder or not exist yet
 path=$wheels
 while [ -n "$path" ] && [ "$path" != / ]; do
   if [ -L "$path" ] && [ ! -e "$path" ]; then

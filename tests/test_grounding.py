@@ -88,6 +88,12 @@ def test_a_span_starts_at_a_character_not_inside_one() -> None:
         out = c(np.array([99, 98, *generated]), scores)
         assert not np.isfinite(out[2]) and int(np.argmax(out)) == 3, generated
     assert c.allowed(b" ", 4)  # the first byte of a character may start the span
+    # nor a run of spaces in its place: one lead-in, then the best token that opens a span,
+    # looked for beyond the reader's best candidates
+    c = SpanConstraint(pieces.__getitem__, [text], [], prompt_tokens=2, end_tokens=[0], top_n=2)
+    scores = np.array([-10.0, 9.0, 10.0, 5.0, -20.0], dtype=np.float32)  # 0x9f, space, then a span
+    assert int(np.argmax(c(np.array([99, 98]), scores))) == 1
+    assert int(np.argmax(c(np.array([99, 98, 1]), scores))) == 3
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,9 @@ questions, seed 0, abstention threshold 0.9): F1 0.284 constrained, 0.277 snap, 
 ``docs/finetune.md``."""
 TOP_CANDIDATES = 64
 """Next-token candidates :class:`SpanConstraint` checks per step, best logit first."""
+WIDE_CANDIDATES = 4096
+"""Candidates checked, best first, for an answer's first token when none of the
+:data:`TOP_CANDIDATES` is allowed (a few milliseconds of byte search)."""
 
 
 class SpanConstraint:
@@ -79,8 +82,8 @@ class SpanConstraint:
         if so_far.strip() and piece[:1] == b"\n":  # a line break ends the answer (stop sequence)
             return True
         text = (so_far + piece).lstrip()
-        if not text:
-            return True
+        if not text:  # one lead-in (a lone space before a number); more is no answer
+            return not so_far
         if 0x80 <= text[0] <= 0xBF:  # a UTF-8 continuation byte: a span starts at a character
             return False
         return text in self.context or any(f.startswith(text) for f in self.fixed)
@@ -90,7 +93,9 @@ class SpanConstraint:
         n = min(self.top_n, scores.shape[-1])
         best = np.argpartition(-scores, n - 1)[:n]
         best = best[np.argsort(-scores[best])]
-        keep = [int(t) for t in best if self.allowed(so_far, int(t))]
+        keep = [int(t) for t in best if np.isfinite(scores[t]) and self.allowed(so_far, int(t))]
+        if not keep and not so_far.strip():  # no answer yet: look further before giving up
+            keep = self._first_allowed(so_far, scores)
         if not keep:  # nothing in reach continues a span: end the answer here
             keep = [t for t in sorted(self.end_tokens) if np.isfinite(scores[t])]
         if not keep:  # ending is masked too (the abstention threshold wants a word): the
@@ -100,3 +105,14 @@ class SpanConstraint:
         if keep[0] != int(best[0]):
             self.masked_steps += 1
         return masked
+
+    def _first_allowed(self, so_far: bytes, scores: np.ndarray) -> list[int]:
+        """The best allowed token among the :data:`WIDE_CANDIDATES` best, as a list (empty if
+        none): the first token of an answer, where the reader's own best ones left the
+        context (a number the passage lacks, the middle of a character)."""
+        n = min(WIDE_CANDIDATES, scores.shape[-1])
+        wide = np.argpartition(-scores, n - 1)[:n]
+        for t in wide[np.argsort(-scores[wide])]:
+            if np.isfinite(scores[t]) and self.allowed(so_far, int(t)):
+                return [int(t)]
+        return []

@@ -130,6 +130,18 @@ def replay(
         if isinstance(p, bool) or not isinstance(p, int | float) or not 0 <= p <= 1:
             raise SystemExit(f"error: record {n} of {run_dir} (qid {r.get('qid')}): "
                              f"abstention_probability must be a number in [0, 1], got {p!r}")  # fmt: skip
+        stages = r.get("stage_answers")
+        if (
+            not isinstance(r.get("question"), str)
+            or not isinstance(stages, list)
+            or not all(
+                isinstance(a, dict) and isinstance(a.get("stage"), str) and "answer" in a
+                for a in stages
+            )
+        ):
+            raise SystemExit(f"error: record {n} of {run_dir} (qid {r.get('qid')}): a record "
+                             "needs a question (text) and stage_answers (a list of objects with "
+                             "stage and answer), as kbqa eval writes them")  # fmt: skip
     readings = {  # keyed as the prompt shows the question (kbqa.prompts.answer)
         visible_text(r["question"]).strip(): (
             str(r["stage_answers"][0]["answer"]),

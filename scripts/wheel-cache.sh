@@ -20,12 +20,14 @@ fail() { echo "wheel-cache: $*" >&2; exit 2; }
 home=${HOME:-$(getent passwd "$(id -u)" 2>/dev/null | cut -d: -f6 || true)}
 if [ -n "${KBQA_WHEEL_CACHE:-}" ]; then
   wheels=$KBQA_WHEEL_CACHE
+  named_by="KBQA_WHEEL_CACHE"
 elif [ -n "$home" ]; then
   wheels=$home/.cache/kbqa/wheels
+  named_by="the home folder ($home/.cache/kbqa/wheels; set KBQA_WHEEL_CACHE to another folder)"
 else
   fail "no home folder is known (HOME is unset): set KBQA_WHEEL_CACHE to a folder"
 fi
-case $wheels in *$'\n'*|*$'\r'*) fail "KBQA_WHEEL_CACHE holds a line break: name a folder without one" ;; esac
+case $wheels in *$'\n'*|*$'\r'*) fail "$named_by holds a line break: name a folder without one" ;; esac
 case $wheels in /*) ;; *) wheels=$PWD/$wheels ;; esac
 while [ "${wheels%/}" != "$wheels" ] && [ "$wheels" != / ]; do wheels=${wheels%/}; done
 

@@ -24,7 +24,14 @@ from kbqa.finetune.kinds import (
     sentences,
 )
 from kbqa.finetune.questions import TrainingQuestion
-from kbqa.finetune.traps import entity_trap, name_lexicon, relation_trap
+from kbqa.finetune.traps import (
+    DAY_MAX,
+    YEAR_SHIFT,
+    entity_trap,
+    name_lexicon,
+    number_trap,
+    relation_trap,
+)
 from kbqa.index import build_index
 from kbqa.llm.fake import ScriptedChatModel
 from kbqa.prompts import ABSTENTION_PHRASE
@@ -153,6 +160,46 @@ def test_relation_trap_asks_the_opposite_only_when_the_passage_is_silent_on_it()
     assert relation_trap("Where is the capital?", "The capital is Dhaka.") is None
 
 
+BN_DIGITS = "০১২৩৪৫৬৭৮৯"
+
+
+def as_int(digits: str) -> int:
+    return int(digits.translate(str.maketrans(BN_DIGITS, "0123456789")))
+
+
+def test_number_trap_swaps_a_number_the_passage_holds_for_one_it_lacks() -> None:
+    shown = "রহিম মিয়া ১৯৭০ সালে ২৬ মার্চ গ্রামে একটি বিদ্যালয় প্রতিষ্ঠা করেন। সেতুটি ৪.৮ কিলোমিটার।"
+    held = {"১৯৭০", "২৬"}  # numbers of two digits or more (৪.৮ is a decimal)
+    for seed in range(20):
+        rng = random.Random(seed)
+        year = number_trap("১৯৭০ সালে কে বিদ্যালয় প্রতিষ্ঠা করেন?", ["রহিম মিয়া"], shown, rng)
+        assert year is not None and year.endswith(" সালে কে বিদ্যালয় প্রতিষ্ঠা করেন?")
+        new_year = year.split()[0]
+        assert new_year not in held and set(new_year) <= set(BN_DIGITS)  # Bangla digits kept
+        assert 0 < abs(as_int(new_year) - 1970) <= YEAR_SHIFT
+        day = number_trap("২৬ মার্চ কী প্রতিষ্ঠা হয়?", ["বিদ্যালয়"], shown, rng)
+        assert day is not None and day.split()[0] not in held
+        assert 1 <= as_int(day.split()[0]) <= DAY_MAX  # a day stays a day
+    english = number_trap("Who won the 1998 final?", ["France"], "France won the 1998 final.", RNG)
+    assert english is not None and english != "Who won the 1998 final?"
+    assert english.split()[3].isascii() and english.split()[3].isdigit()
+    # a number the passage does not hold, one in the answer, or a decimal's digits: no trap
+    assert number_trap("১৯৮০ সালে কে বিদ্যালয় প্রতিষ্ঠা করেন?", ["x"], shown, RNG) is None
+    assert number_trap("১৯৭০ সালের কোন মাসে?", ["১৯৭০ সালের মার্চ"], shown, RNG) is None
+    assert number_trap("৪.৮ কিলোমিটার লম্বা কী?", ["সেতু"], shown, RNG) is None
+
+
+def test_trap_rules_are_checked_and_recorded_only_when_not_the_default() -> None:
+    plain = ReaderConfig(train="t", kb="k")
+    assert plain.traps == ["relation", "entity"] and "trap_rules" not in plain.data_settings()
+    cfg = ReaderConfig(train="t", kb="k", trap_rules="number, relation,entity")
+    assert cfg.traps == ["relation", "entity", "number"]  # tried in TRAP_RULES' order
+    assert cfg.data_settings()["trap_rules"] == "relation,entity,number"
+    for bad in ("relation,year", " , "):
+        with pytest.raises(ValueError, match="trap_rules"):
+            ReaderConfig(train="t", kb="k", trap_rules=bad)
+
+
 DOC = Document(
     "k1",
     "বন্যা",
@@ -230,3 +277,28 @@ def test_config_names_an_unknown_rule_kind_and_keeps_old_settings_unchanged() ->
     assert "rule_kinds" not in plain and "trap_ratio" not in plain
     made = ReaderConfig(train="t", kb="k", rule_kinds=" list, why", trap_ratio=0.1)
     assert made.data_settings() == {**plain, "rule_kinds": "list,why", "trap_ratio": 0.1}
+
+
+def test_number_traps_are_made_only_when_their_rule_is_named(kinds_index: Path) -> None:
+    ctx = Context(index_dir=str(kinds_index), embedder="fake/hash", web_search="off", k=1)
+    model = ScriptedChatModel(model_name="fake/s", mode="script", script=["x"])
+    asked = "১৯৭০ সালে গ্রামে কে বিদ্যালয় প্রতিষ্ঠা করেন?"
+    questions = [TrainingQuestion(Question("q5", asked, ["রহিম মিয়া"], "k1"))]
+
+    def traps(rules: tuple[str, ...]) -> list:
+        stats = DataStats()
+        made = add_rule_kinds(
+            [], stats, questions, (ExampleBuilder(ctx, model, seed=0), None),
+            splits={"k1": "train"}, kinds=[], trap_ratio=1.0, served_share=1.0, seed=0,
+            trap_rules=rules,
+        )  # fmt: skip
+        return [ex for ex in made if ex.qid == "q5#trap"]
+
+    assert traps(("relation", "entity")) == []  # neither a relation nor a name to swap
+    (trap,) = traps(("relation", "entity", "number"))
+    assert (
+        trap.kind == "abstain"
+        and trap.question != asked
+        and trap.question.endswith(" সালে গ্রামে কে বিদ্যালয় প্রতিষ্ঠা করেন?")
+    )
+    assert "১৯৭০" in shown_context(trap.prompt)  # the lure is still read

@@ -89,7 +89,15 @@ def test_the_reranker_command_hides_and_refuses_the_readers_example_settings() -
     runner = CliRunner()
     shown = runner.invoke(app, ["finetune", "reranker", "--help"]).output
     assert "--negatives" in shown and "--pool" in shown
-    for flag in ("--served_share", "--paraphrase_share", "--train_k", "--yes_no_ratio"):
+    for flag in (
+        "--served_share",
+        "--paraphrase_share",
+        "--train_k",
+        "--yes_no_ratio",
+        "--trap_ratio",
+        "--trap_rules",
+        "--rule_kinds",
+    ):
         assert flag not in shown
     refused = runner.invoke(app, ["finetune", "reranker", "--train", "t", "--kb", "k",
                                   "--train-k", "3", "--served_share=0.5"])  # fmt: skip

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kbqa.context import Context
+from kbqa.errors import KBQAError
 from kbqa.evals.datasets import load_questions
 from kbqa.evals.run_dir import load_run, run_config
 from kbqa.evals.runner import evaluate_questions
@@ -95,6 +96,24 @@ def test_a_probability_that_is_not_one_is_refused(run: Path) -> None:
         rows[1]["abstention_probability"] = bad
         records.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         with pytest.raises(SystemExit, match="abstention_probability must be a number in"):
+            threshold_replay.replay(str(run), [0.5])
+
+
+def test_a_record_without_its_question_or_stage_answers_is_refused(run: Path) -> None:
+    records = run / "records.jsonl"
+    good = [json.loads(x) for x in records.read_text().splitlines()]
+    for field, bad in (("question", None), ("stage_answers", [{"stage": "generate"}]),
+                       ("stage_answers", "generate")):  # fmt: skip
+        rows = [dict(r) for r in good]
+        if bad is None:
+            del rows[1][field]
+        else:
+            rows[1][field] = bad
+        records.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        # the run folder's reader refuses some of these lines itself (a KBQAError, which the
+        # command prints as an error); the replay refuses the rest
+        refused = r"record 2 of .*needs a question \(text\) and|:2 is not a kbqa"
+        with pytest.raises((SystemExit, KBQAError), match=refused):
             threshold_replay.replay(str(run), [0.5])
 
 

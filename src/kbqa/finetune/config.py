@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from kbqa.embedders import DEFAULT_EMBEDDER
+from kbqa.finetune.traps import DEFAULT_TRAP_RULES, TRAP_RULES
 
 _DURATION = re.compile(
     r"^\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m(?:in)?)?\s*(?:(\d+(?:\.\d+)?)s)?\s*$"
@@ -236,6 +237,14 @@ class ReaderConfig:
             "name or relation swapped so the passage no longer answers it)."
         },
     )
+    trap_rules: str = field(
+        default=DEFAULT_TRAP_RULES,
+        metadata={
+            "help": "The trap rules, comma-separated, tried in this order: relation, entity "
+            "(the default) and the opt-in number (a year or number the passage holds swapped "
+            "for one it lacks); see kbqa.finetune.traps."
+        },
+    )
     k: int = field(default=3, metadata={"help": "Hits per prompt, as served (Context.k)."})
     n_ctx: int = field(
         default=4096, metadata={"help": "Context window whose budget prompts fit, as served."}
@@ -314,6 +323,11 @@ class ReaderConfig:
                 f"paraphrase_rules: unknown rule(s) {', '.join(sorted(unknown))} "
                 f"({', '.join(ALL_RULES)})"
             )
+        named = {r.strip() for r in self.trap_rules.split(",") if r.strip()}
+        if not named or named - set(TRAP_RULES):
+            raise ValueError(
+                f"trap_rules {self.trap_rules!r}: name one or more of {', '.join(TRAP_RULES)}"
+            )
         if self.lr_scheduler not in SCHEDULERS:
             raise ValueError(
                 f"lr_scheduler {self.lr_scheduler!r} is not one of {', '.join(SCHEDULERS)}"
@@ -366,6 +380,8 @@ class ReaderConfig:
             settings["trap_ratio"] = self.trap_ratio
         if self.paraphrase_rules != DEFAULT_PARAPHRASE_RULES:
             settings["paraphrase_rules"] = ",".join(self.paraphrases)
+        if self.traps != DEFAULT_TRAP_RULES.split(","):
+            settings["trap_rules"] = ",".join(self.traps)
         return settings
 
     @property
@@ -381,6 +397,13 @@ class ReaderConfig:
 
         named = {r.strip() for r in self.paraphrase_rules.split(",") if r.strip()}
         return tuple(r for r in ALL_RULES if r in named) + tuple(sorted(named - set(ALL_RULES)))
+
+    @property
+    def traps(self) -> list[str]:
+        """``trap_rules`` as names, in the order of :data:`kbqa.finetune.traps.TRAP_RULES`
+        (the order they are tried in)."""
+        named = {r.strip() for r in self.trap_rules.split(",") if r.strip()}
+        return [r for r in TRAP_RULES if r in named]
 
     def to_dict(self) -> dict[str, Any]:
         """Every setting."""

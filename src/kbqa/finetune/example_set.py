@@ -32,7 +32,14 @@ from kbqa.finetune.kinds import (
 from kbqa.finetune.paraphrase import RULES as PARAPHRASE_RULES
 from kbqa.finetune.paraphrase import paraphrase
 from kbqa.finetune.questions import TrainingQuestion
-from kbqa.finetune.traps import SUFFIXES, entity_trap, name_lexicon, relation_trap
+from kbqa.finetune.traps import (
+    DEFAULT_TRAP_RULES,
+    SUFFIXES,
+    entity_trap,
+    name_lexicon,
+    number_trap,
+    relation_trap,
+)
 from kbqa.finetune.yesno import same_kind
 
 
@@ -168,11 +175,18 @@ class KindMaker:
     Args:
         builder: Renders prompts as served, over the training knowledge base's index.
         names: Names by type for entity traps (:func:`~kbqa.finetune.traps.name_lexicon`).
+        trap_rules: The trap rules tried, in order (:data:`~kbqa.finetune.traps.TRAP_RULES`).
     """
 
-    def __init__(self, builder: ExampleBuilder, names: Mapping[str, Sequence[str]]) -> None:
+    def __init__(
+        self,
+        builder: ExampleBuilder,
+        names: Mapping[str, Sequence[str]],
+        trap_rules: Sequence[str] = tuple(DEFAULT_TRAP_RULES.split(",")),
+    ) -> None:
         self.builder = builder
         self.names = names
+        self.trap_rules = tuple(trap_rules)
 
     def document_examples(
         self, doc_id: str, split: str, kinds: set[str], rng: random.Random
@@ -206,18 +220,26 @@ class KindMaker:
         )
 
     def trap(self, q: Question, split: str, rng: random.Random) -> ReaderExample | None:
-        """A ``QID#trap`` abstention example: ``q`` with a name or its relation swapped
-        (:func:`~kbqa.finetune.traps.relation_trap`, else :func:`~kbqa.finetune.traps.
-        entity_trap`), read against ``q``'s own context (which holds ``q``'s answer: the lure);
+        """A ``QID#trap`` abstention example: ``q`` with its relation, a name or a number
+        swapped (the first of ``trap_rules`` that applies: :func:`~kbqa.finetune.traps.
+        relation_trap`, :func:`~kbqa.finetune.traps.entity_trap`, :func:`~kbqa.finetune.traps.
+        number_trap`), read against ``q``'s own context (which holds ``q``'s answer: the lure);
         None when no swap applies."""
         showing = self.builder.showing(q.question, q.answers[0], q.doc_id)
         if showing is None:
             return None
         records, (prompt, _, _, _) = showing
         shown = shown_context(prompt)
-        asked = relation_trap(q.question, shown) or entity_trap(
-            q.question, q.answers, shown, self.names, rng
-        )
+        asked = None
+        for rule in self.trap_rules:
+            if rule == "relation":
+                asked = relation_trap(q.question, shown)
+            elif rule == "entity":
+                asked = entity_trap(q.question, q.answers, shown, self.names, rng)
+            elif rule == "number":
+                asked = number_trap(q.question, q.answers, shown, rng)
+            if asked is not None:
+                break
         if asked is None:
             return None
         prompt, kept, qtype, lang = self.builder.render(asked, records)
@@ -238,6 +260,7 @@ def add_rule_kinds(
     trap_ratio: float,
     served_share: float,
     seed: int,
+    trap_rules: Sequence[str] = tuple(DEFAULT_TRAP_RULES.split(",")),
 ) -> list[ReaderExample]:
     """``examples`` with the rule kinds added: every ``why``/``list`` question the documents'
     sentences give (of ``kinds``), and a trap for a seeded ``trap_ratio`` share of the
@@ -264,7 +287,7 @@ def add_rule_kinds(
         ),
         chunk_counter(served.chunks) if trap_ratio else None,
     )
-    makers = {id(b): KindMaker(b, names) for b in (served, short) if b is not None}
+    makers = {id(b): KindMaker(b, names, trap_rules) for b in (served, short) if b is not None}
 
     def maker(split: str) -> KindMaker:
         use_short = split == "train" and short is not None and rng.random() >= served_share

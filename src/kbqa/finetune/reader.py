@@ -133,6 +133,7 @@ def _build(
             splits=splits,
             kinds=cfg.kinds,
             trap_ratio=cfg.trap_ratio,
+            trap_rules=cfg.traps,
             served_share=served_share,
             seed=cfg.seed,
         )

@@ -75,6 +75,9 @@ class RerankerConfig(ReaderConfig):
         "served_share",
         "paraphrase_share",
         "paraphrase_rules",
+        "rule_kinds",
+        "trap_ratio",
+        "trap_rules",
         "k",
         "max_answer_tokens",
     )

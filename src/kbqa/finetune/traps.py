@@ -5,6 +5,8 @@ passage, which still matches its words, no longer answers it; the reader must ab
   passage says nothing of the opposite.
 - :func:`entity_trap`: a name swapped for another of the same type (:func:`name_lexicon`: the
   training set's *who* and *where* answers) that the passage does not hold.
+- :func:`number_trap` (opt-in, ``--trap-rules ...,number``): a year or other number of the
+  question swapped for one the passage does not hold (``১৯৭১ সালে`` -> ``১৯৫৮ সালে``).
 
 The trap set of ``benchmarks/data/traps.qa.jsonl`` was written by hand the same way; it is a
 check and was never read by these rules. Every function is pure (a seeded ``random.Random`` is
@@ -182,4 +184,71 @@ def relation_trap(question: str, shown: str) -> str | None:
         ):
             continue  # a short stem (মা) must be the whole word: মাস is not মা
         return str(pattern.sub(opposite, question, count=1))
+    return None
+
+
+TRAP_RULES = ("relation", "entity", "number")
+"""Every trap rule, in the order they are tried (the first that applies makes the trap)."""
+DEFAULT_TRAP_RULES = "relation,entity"
+"""The rules a run applies unless told: those the 2026-12-06 readers were trained with, so their
+examples are rebuilt exactly."""
+_DIGITS = "0123456789"
+_BN_DIGITS = "০১২৩৪৫৬৭৮৯"
+_NUMBER = regex.compile(r"(?<![\p{N}.,:/])\p{Nd}{2,}(?![\p{N}]|[.,:/]\p{Nd})")
+"""A whole number of two digits or more (ASCII or Bangla), not part of a decimal, time or date
+written with separators."""
+YEAR_SHIFT = 40
+"""A year is moved by 1 to this many years, up or down (``1971`` -> ``1958``)."""
+DAY_MAX = 31
+"""A number up to this (a day of the month, often) is swapped for another in 1..31, so a date
+stays a date (``২৬ অক্টোবর`` -> ``১৭ অক্টোবর``)."""
+
+
+def _as_int(digits: str) -> int:
+    return int(digits.translate(str.maketrans(_BN_DIGITS, _DIGITS)))
+
+
+def _in_script(value: int, like: str) -> str:
+    """``value`` written in the digits ``like`` is written in (Bangla or ASCII)."""
+    text = str(value)
+    return text.translate(str.maketrans(_DIGITS, _BN_DIGITS)) if like[0] in _BN_DIGITS else text
+
+
+def number_trap(
+    question: str, answers: Sequence[str], shown: str, rng: random.Random
+) -> str | None:
+    """``question`` with a number that ``shown`` holds swapped for one it does not hold, so
+    that the passage no longer answers it: a year (1000-2099) moved by 1 to :data:`YEAR_SHIFT`
+    years, a number up to :data:`DAY_MAX` drawn from 1 to it, any other drawn with the same
+    count of digits. The digits keep their script.
+
+    Args:
+        question: The answerable question.
+        answers: Its gold answers (a number in one of them is never swapped).
+        shown: The context the reader is shown.
+        rng: Seeded choice of the number and its replacement.
+
+    Returns:
+        The trap question, or None when the question holds no number of two digits or more
+        that ``shown`` holds, or :data:`NAME_DRAWS` draws found none that ``shown`` lacks.
+    """
+    held = {_as_int(m.group(0)) for m in _NUMBER.finditer(shown)}
+    in_answers = {_as_int(m.group(0)) for a in answers for m in _NUMBER.finditer(a)}
+    candidates = [
+        m for m in _NUMBER.finditer(question)
+        if _as_int(m.group(0)) in held and _as_int(m.group(0)) not in in_answers
+    ]  # fmt: skip
+    if not candidates:
+        return None
+    m = rng.choice(candidates)
+    digits, value = m.group(0), _as_int(m.group(0))
+    for _ in range(NAME_DRAWS):
+        if len(digits) == 4 and 1000 <= value < 2100:
+            new = value + rng.choice((-1, 1)) * rng.randint(1, YEAR_SHIFT)
+        elif value <= DAY_MAX:
+            new = rng.randint(1, DAY_MAX)
+        else:
+            new = rng.randint(10 ** (len(digits) - 1), 10 ** len(digits) - 1)
+        if new != value and new not in held and (value <= DAY_MAX or len(str(new)) == len(digits)):
+            return question[: m.start()] + _in_script(new, digits) + question[m.end() :]
     return None

@@ -324,9 +324,11 @@ class ReaderConfig:
                 f"({', '.join(ALL_RULES)})"
             )
         named = {r.strip() for r in self.trap_rules.split(",") if r.strip()}
-        if not named or named - set(TRAP_RULES):
+        unknown_rules = sorted(named - set(TRAP_RULES))
+        if not named or unknown_rules:
+            said = f" (unknown: {', '.join(unknown_rules)})" if unknown_rules else ""
             raise ValueError(
-                f"trap_rules {self.trap_rules!r}: name one or more of {', '.join(TRAP_RULES)}"
+                f"trap_rules {self.trap_rules!r}{said}: name one or more of {', '.join(TRAP_RULES)}"
             )
         if self.lr_scheduler not in SCHEDULERS:
             raise ValueError(

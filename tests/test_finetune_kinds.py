@@ -187,6 +187,16 @@ def test_number_trap_swaps_a_number_the_passage_holds_for_one_it_lacks() -> None
     assert number_trap("১৯৮০ সালে কে বিদ্যালয় প্রতিষ্ঠা করেন?", ["x"], shown, RNG) is None
     assert number_trap("১৯৭০ সালের কোন মাসে?", ["১৯৭০ সালের মার্চ"], shown, RNG) is None
     assert number_trap("৪.৮ কিলোমিটার লম্বা কী?", ["সেতু"], shown, RNG) is None
+    # other scripts' digits, leading zeros and runs too long for a number are left alone
+    assert number_trap("x ٣٤ y", [], "٣٤", RNG) is None
+    assert number_trap("agent 007 who", [], "007", RNG) is None
+    assert number_trap("x 12 y", [], "9" * 5000 + " 12", RNG) is not None  # no int() overflow
+    # a replacement is none of the passage's numbers, one-digit ones included
+    crowded = "১২ তারিখে " + " ".join("০১২৩৪৫৬৭৮৯"[d] for d in range(1, 10))
+    for seed in range(20):
+        day = number_trap("১২ তারিখে কী হয়েছিল", [], crowded, random.Random(seed))
+        assert day is not None and as_int(day.split()[0]) >= 10
+    assert as_int(number_trap("২০৯৯ সালে কী?", [], "২০৯৯", RNG).split()[0]) < 2100
 
 
 def test_trap_rules_are_checked_and_recorded_only_when_not_the_default() -> None:

@@ -240,9 +240,9 @@ class ReaderConfig:
     trap_rules: str = field(
         default=DEFAULT_TRAP_RULES,
         metadata={
-            "help": "The trap rules, comma-separated, tried in this order: relation, entity "
-            "(the default) and the opt-in number (a year or number the passage holds swapped "
-            "for one it lacks); see kbqa.finetune.traps."
+            "help": "The trap rules, comma-separated, always tried in the order relation, "
+            "entity (the default), then the opt-in number (a year or number the passage "
+            "holds swapped for one it lacks); see kbqa.finetune.traps."
         },
     )
     k: int = field(default=3, metadata={"help": "Hits per prompt, as served (Context.k)."})

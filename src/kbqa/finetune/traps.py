@@ -194,14 +194,21 @@ DEFAULT_TRAP_RULES = "relation,entity"
 examples are rebuilt exactly."""
 _DIGITS = "0123456789"
 _BN_DIGITS = "০১২৩৪৫৬৭৮৯"
-_NUMBER = regex.compile(r"(?<![\p{N}.,:/])\p{Nd}{2,}(?![\p{N}]|[.,:/]\p{Nd})")
-"""A whole number of two digits or more (ASCII or Bangla), not part of a decimal, time or date
-written with separators."""
+_NUMBER = regex.compile(r"(?<![\p{N}.,:/])[1-9১-৯][0-9০-৯]{1,8}(?![\p{N}]|[.,:/]\p{Nd})")
+"""A whole number of 2-9 ASCII or Bangla digits with no leading zero, not part of a decimal,
+time or date written with separators (other scripts' digits are left alone)."""
+_ANY_NUMBER = regex.compile(r"(?<!\p{N})\p{N}{1,9}(?!\p{N})")
+"""Every run of up to 9 digits a passage holds (a replacement must be none of them)."""
 YEAR_SHIFT = 40
 """A year is moved by 1 to this many years, up or down (``1971`` -> ``1958``)."""
 DAY_MAX = 31
 """A number up to this (a day of the month, often) is swapped for another in 1..31, so a date
 stays a date (``২৬ অক্টোবর`` -> ``১৭ অক্টোবর``)."""
+
+
+def _is_ours(digits: str) -> bool:
+    """All ASCII or Bangla digits (the two scripts a trap writes)."""
+    return all(c in _DIGITS or c in _BN_DIGITS for c in digits)
 
 
 def _as_int(digits: str) -> int:
@@ -232,7 +239,7 @@ def number_trap(
         The trap question, or None when the question holds no number of two digits or more
         that ``shown`` holds, or :data:`NAME_DRAWS` draws found none that ``shown`` lacks.
     """
-    held = {_as_int(m.group(0)) for m in _NUMBER.finditer(shown)}
+    held = {_as_int(m.group(0)) for m in _ANY_NUMBER.finditer(shown) if _is_ours(m.group(0))}
     in_answers = {_as_int(m.group(0)) for a in answers for m in _NUMBER.finditer(a)}
     candidates = [
         m for m in _NUMBER.finditer(question)
@@ -244,7 +251,7 @@ def number_trap(
     digits, value = m.group(0), _as_int(m.group(0))
     for _ in range(NAME_DRAWS):
         if len(digits) == 4 and 1000 <= value < 2100:
-            new = value + rng.choice((-1, 1)) * rng.randint(1, YEAR_SHIFT)
+            new = min(max(value + rng.choice((-1, 1)) * rng.randint(1, YEAR_SHIFT), 1000), 2099)
         elif value <= DAY_MAX:
             new = rng.randint(1, DAY_MAX)
         else:

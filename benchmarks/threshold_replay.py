@@ -47,8 +47,10 @@ class ReplayReader(BaseChatModel):
     probability reaches ``threshold``; counts tokens with the real reader."""
 
     real: Any
-    readings: dict[str, tuple[str, float]]
-    """By the question as the prompt shows it (format characters dropped, stripped)."""
+    readings: dict[str, list[tuple[str, float]]]
+    """By the question as the prompt shows it (format characters dropped, stripped): its first
+    reading, or under ``--reading each`` one a hit, given in turn."""
+    calls: dict[str, int] = Field(default_factory=dict)
     threshold: float
     phrase: str
     misses: list[str] = Field(default_factory=list)
@@ -72,10 +74,22 @@ class ReplayReader(BaseChatModel):
         if asked is None:
             self.misses.append(prompt[-200:])
             raise KeyError("a prompt holds no question of the run")
-        text, p = self.readings[asked]
+        turn = self.calls.get(asked, 0)
+        self.calls[asked] = turn + 1
+        given = self.readings[asked]
+        text, p = given[turn % len(given)]
         reply = self.phrase if p >= self.threshold else text
         message = AIMessage(content=reply, response_metadata={"abstention_probability": p})
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _first_readings(record: dict[str, Any]) -> list[tuple[str, float]]:
+    """A record's first reading ``(answer, p)``, or under ``--reading each`` its readings, one a
+    hit in retrieval order (the graph reads them in that order again)."""
+    each = record.get("readings") or []
+    if each:
+        return [(str(r["answer"]), float(r["abstention_probability"])) for r in each]
+    return [(str(record["stage_answers"][0]["answer"]), float(record["abstention_probability"]))]
 
 
 def replay(
@@ -130,6 +144,18 @@ def replay(
         if isinstance(p, bool) or not isinstance(p, int | float) or not 0 <= p <= 1:
             raise SystemExit(f"error: record {n} of {run_dir} (qid {r.get('qid')}): "
                              f"abstention_probability must be a number in [0, 1], got {p!r}")  # fmt: skip
+        each = r.get("readings") or []
+        if not isinstance(each, list) or not all(
+            isinstance(e, dict)
+            and "answer" in e
+            and isinstance(e.get("abstention_probability"), int | float)
+            and not isinstance(e.get("abstention_probability"), bool)
+            and 0 <= e["abstention_probability"] <= 1
+            for e in each
+        ):
+            raise SystemExit(f"error: record {n} of {run_dir} (qid {r.get('qid')}): readings "
+                             "must be objects with an answer and an abstention_probability in "
+                             "[0, 1], as kbqa eval --reading each writes them")  # fmt: skip
         stages = r.get("stage_answers")
         if (
             not isinstance(r.get("question"), str)
@@ -143,10 +169,7 @@ def replay(
                              "needs a question (text) and stage_answers (a list of objects with "
                              "stage and answer), as kbqa eval writes them")  # fmt: skip
     readings = {  # keyed as the prompt shows the question (kbqa.prompts.answer)
-        visible_text(r["question"]).strip(): (
-            str(r["stage_answers"][0]["answer"]),
-            float(r["abstention_probability"]),
-        )
+        visible_text(r["question"]).strip(): _first_readings(r)
         for r in run.records
         if r["stage_answers"] and r["stage_answers"][0]["stage"] == "generate"
     }

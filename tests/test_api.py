@@ -10,6 +10,7 @@ from kbqa import KBQA, Answer, Citation
 from kbqa.errors import IndexLoadError, ModelError
 from kbqa.langchain_retriever import KBQARetriever
 from kbqa.prompts import ABSTENTION_PHRASE
+from kbqa.resources import chat_model_for
 
 QUESTION = "বাংলাদেশের রাজধানী কোথায়?"
 FAKE = {"embedder": "fake/hash", "cross_check": "off", "web_search": "off"}
@@ -36,7 +37,7 @@ def test_batch_answers_in_order(both_index: Path) -> None:
 
 
 def test_stream_yields_nodes_tokens_then_the_answer(both_index: Path) -> None:
-    qa = KBQA.from_index(both_index, model="fake/script:বৃহত্তম শহর", **FAKE)
+    qa = KBQA.from_index(both_index, model="fake/script:বৃহত্তম শহর", reading="joint", **FAKE)
     events = list(qa.stream(QUESTION))
     nodes = [e.node for e in events if e.kind == "node"]
     assert nodes == ["classify", "retrieve", "generate", "check_abstention", "finalize"]
@@ -48,6 +49,17 @@ def test_stream_yields_nodes_tokens_then_the_answer(both_index: Path) -> None:
     assert kinds.index(("token", "generate")) < kinds.index(("node", "generate"))
     assert events[-1].kind == "answer" and events[-1].answer is not None
     assert events[-1].answer.answer == "বৃহত্তম শহর" and events[-1].answer.route == nodes
+
+
+def test_readings_of_each_hit_are_not_streamed_as_tokens(both_index: Path) -> None:
+    """--reading each reads once a hit: its readings would stream one after another as if they
+    were one answer, so none streams; the answer comes last as ever."""
+    qa = KBQA.from_index(both_index, model="fake/script:বৃহত্তম শহর#each", k=2, **FAKE)
+    events = list(qa.stream(QUESTION))
+    assert [e for e in events if e.kind == "token"] == []
+    assert chat_model_for(qa.context).calls == 2  # type: ignore[attr-defined]
+    assert events[-1].kind == "answer" and events[-1].answer is not None
+    assert events[-1].answer.answer == "বৃহত্তম শহর"
 
 
 def test_bad_input_is_named(both_index: Path, tmp_path: Path) -> None:

@@ -31,8 +31,9 @@ def spawn(index: Path, db: Path, *extra: str, model: str) -> pexpect.spawn:
         "COLUMNS": "200",
         "TERM": "dumb",
     }  # fmt: skip  (no colour codes between the words)
+    # one prompt a reading: a scripted reader gives one answer a question, and its tokens stream
     args = ["chat", "--index", str(index), "--embedder", "fake/hash", "--model", model,
-            "--db", str(db), "--cross-check", "off", *extra]  # fmt: skip
+            "--db", str(db), "--cross-check", "off", "--reading", "joint", *extra]  # fmt: skip
     return pexpect.spawn(KBQA, args, env=env, encoding="utf-8", timeout=60, dimensions=(40, 200))
 
 
@@ -127,7 +128,9 @@ def test_a_real_conversation_streams_whole_characters(both_index: Path, tmp_path
     Bangla character broken across tokens."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "KBQA_WEB_SEARCH": "off", "TERM": "dumb"}
     db = tmp_path / "real.sqlite"
-    args = ["chat", "--index", str(both_index), "--embedder", "fake/hash", "--db", str(db)]
+    # --reading joint: the default's per-hit readings are not streamed
+    args = ["chat", "--index", str(both_index), "--embedder", "fake/hash", "--db", str(db),
+            "--reading", "joint"]  # fmt: skip
     child = pexpect.spawn(KBQA, args, env=env, encoding="utf-8", timeout=180, dimensions=(40, 200))
     thread = thread_of(child)
     streamed: list[str] = []

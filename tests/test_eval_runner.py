@@ -58,7 +58,12 @@ def fake_ctx(index: Path, model: str = "fake/first-sentence", **kw: object) -> C
 def test_resume_skips_finished_questions(tiny_index: Path, qa_file: Path, tmp_path: Path) -> None:
     qs = load_questions(qa_file)
     ctx = fake_ctx(
-        tiny_index, model="fake/script:r1", verify=False, fallback=False, web_search="off"
+        tiny_index,
+        model="fake/script:r1",
+        verify=False,
+        fallback=False,
+        web_search="off",
+        reading="joint",  # one reader call a reading, counted below
     )
     run_dir = tmp_path / "run"
     cfg = run_config(qa_file, "sha", ctx)

@@ -260,6 +260,17 @@ def test_bad_durations_are_named(bad: str) -> None:
         parse_duration(bad)
 
 
+@pytest.mark.parametrize(
+    ("field", "bad"),
+    [("trap_rules", None), ("rule_kinds", 3), ("epochs", True), ("lora_r", 2.0), ("out", None)],
+)
+def test_config_names_a_field_of_the_wrong_type(field: str, bad: Any) -> None:
+    """From Python a wrong type is named, not an AttributeError deep in validation."""
+    with pytest.raises(TypeError, match=f"{field} must be "):
+        ReaderConfig(**{"train": "t", "kb": "k", field: bad})
+    assert ReaderConfig(train="t", kb="k", epochs=2).epochs == 2  # an int is a float here
+
+
 def test_config_names_the_bad_field() -> None:
     with pytest.raises(ValueError, match="negative_ratio must be in"):
         ReaderConfig(train="t", kb="k", negative_ratio=1.5)

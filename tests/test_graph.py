@@ -16,9 +16,10 @@ SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
 
 def ctx(index: Path, model: str, **kw: object) -> Context:
     """The skeleton graph with one retry (no verify, fallback or web search) unless ``kw``
-    switches them on."""
+    switches them on; the hits read in one prompt, so a scripted reader answers once a
+    reading."""
     settings: dict[str, object] = {"verify": False, "fallback": False, "web_search": "off",
-                                   "max_retries": 1}  # fmt: skip
+                                   "max_retries": 1, "reading": "joint"}  # fmt: skip
     return Context(index_dir=str(index), embedder="fake/hash", model=model, **settings | kw)  # type: ignore[arg-type]
 
 

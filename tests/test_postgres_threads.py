@@ -36,7 +36,7 @@ KBQA_BIN = str(Path(sys.executable).with_name("kbqa"))
 PROMPT = r"(?<!-)> "
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "KBQA_WEB_SEARCH": "off", "COLUMNS": "200",
        "TERM": "dumb"}  # fmt: skip
-FAKE = {"embedder": "fake/hash", "cross_check": "off", "web_search": "off"}
+FAKE = {"embedder": "fake/hash", "cross_check": "off", "web_search": "off", "reading": "joint"}
 
 DHAKA, PARIS = "বাংলাদেশের রাজধানী কোথায়?", "Which river does Paris lie on?"
 NOBEL, CURIE = "রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল পুরস্কার পান?", "When did Marie Curie win the Nobel Prize?"
@@ -133,16 +133,16 @@ def pg_db(postgres_server: str) -> str:
 
 def _spawn(index: Path, url: str, *extra: str, model: str) -> Any:
     args = ["chat", "--index", str(index), "--embedder", "fake/hash", "--model", model,
-            "--db", url, "--cross-check", "off", *extra]  # fmt: skip
+            "--db", url, "--cross-check", "off", "--reading", "joint", *extra]  # fmt: skip
     return pexpect.spawn(KBQA_BIN, args, env=ENV, encoding="utf-8", timeout=90,
                          dimensions=(40, 200))  # fmt: skip
 
 
 def _chat(index: Path, url: str, *args: str, stdin: str = "/quit\n") -> Any:
     return subprocess.run([KBQA_BIN, "chat", "--index", str(index), "--embedder", "fake/hash",
-                           "--model", "fake/script:ঢাকা", "--cross-check", "off", "--db", url,
-                           *args], capture_output=True, text=True, input=stdin, env=ENV,
-                          timeout=120)  # fmt: skip
+                           "--model", "fake/script:ঢাকা", "--cross-check", "off", "--reading",
+                           "joint", "--db", url, *args], capture_output=True, text=True,
+                          input=stdin, env=ENV, timeout=120)  # fmt: skip
 
 
 def _history(index: Path, url: str, thread: str) -> list[str]:

@@ -56,7 +56,8 @@ def run(index: Path, model: str, **kw: object) -> dict:
     """The graph on ``QUESTION``; the cross-check is off unless a test turns it on, so each
     test's script spells out the other stages (the cross-check's tests are below)."""
     settings: dict[str, object] = {"web_search": "test-down", "cross_check": "off", "verify": True,
-                                   "max_retries": 1, "fallback": True}  # fmt: skip
+                                   "max_retries": 1, "fallback": True,
+                                   "reading": "joint"}  # fmt: skip
     ctx = Context(index_dir=str(index), embedder="fake/hash", model=model, **settings | kw)  # type: ignore[arg-type]
     return dict(graph.invoke({"question": QUESTION}, context=ctx))
 

@@ -32,8 +32,9 @@ def events(response: Any) -> list[tuple[str, dict[str, Any]]]:
 @pytest.fixture
 def service(both_index: Path, tmp_path: Path, request: pytest.FixtureRequest) -> ChatService:
     script = f"fake/script:১৯১৩|কলকাতায়#{request.node.name}"  # a script of its own per test
+    # reading joint: one scripted answer a question, and its tokens stream
     ctx = Context(index_dir=str(both_index), embedder="fake/hash", cross_check="off",
-                  model=script, web_search="off")  # fmt: skip
+                  model=script, web_search="off", reading="joint")  # fmt: skip
     return ChatService(ctx, str(tmp_path / "threads.sqlite"))
 
 

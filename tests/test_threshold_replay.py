@@ -31,7 +31,7 @@ def run(tiny_index: Path, tmp_path: Path) -> Path:
     qa.write_text("".join(row + "\n" for row in rows))
     script = "|".join(a for _, _, a in QUESTIONS)  # the reader gives each gold answer in turn
     ctx = Context(index_dir=str(tiny_index), model=f"fake/script:{script}", embedder="fake/hash",
-                  abstention_threshold=0.9, cross_check="off")  # fmt: skip
+                  abstention_threshold=0.9, cross_check="off", reading="joint")  # fmt: skip
     out = tmp_path / "run"
     config = run_config(qa, None, ctx)
     evaluate_questions(load_questions(qa), ctx, out, config=config, upload=False, progress=False)
@@ -129,7 +129,8 @@ def test_a_run_of_unanswerable_questions_only_prints_its_table(
                        ensure_ascii=False) for i, q, _ in QUESTIONS)  # fmt: skip
     qa.write_text("".join(row + "\n" for row in rows))
     ctx = Context(index_dir=str(tiny_index), model="fake/script:ঢাকা|নদী|Seine",
-                  embedder="fake/hash", abstention_threshold=0.9, cross_check="off")  # fmt: skip
+                  embedder="fake/hash", abstention_threshold=0.9, cross_check="off",
+                  reading="joint")  # fmt: skip
     out = tmp_path / "run"
     evaluate_questions(load_questions(qa), ctx, out, config=run_config(qa, None, ctx),
                        upload=False, progress=False)  # fmt: skip
@@ -143,3 +144,30 @@ def test_a_run_of_unanswerable_questions_only_prints_its_table(
     assert done.returncode == 0, done.stderr
     # at 0.5 only question 2 (p 0.6) is abstained on: a third of the unanswerable ones
     assert "| replayed at 0.5 | - / - | - / 33.3% |" in done.stdout, done.stdout
+
+
+def test_readings_of_each_hit_are_given_in_turn() -> None:
+    """Under --reading each a record holds one reading a hit; the stand-in reader gives them in
+    the order the graph asks for them, each decided by the threshold on its own."""
+    from kbqa.llm.fake import ScriptedChatModel
+
+    record = {"stage_answers": [{"stage": "generate", "answer": "b"}],
+              "abstention_probability": 0.1,
+              "readings": [{"answer": "a", "abstention_probability": 0.3},
+                           {"answer": "b", "abstention_probability": 0.1}]}  # fmt: skip
+    assert threshold_replay._first_readings(record) == [("a", 0.3), ("b", 0.1)]
+    assert threshold_replay._first_readings({**record, "readings": []}) == [("b", 0.1)]
+    reader = threshold_replay.ReplayReader(
+        real=ScriptedChatModel.from_name("fake/abstain"), readings={"q?": [("a", 0.3), ("b", 0.1)]},
+        threshold=0.2, phrase="NONE")  # fmt: skip
+    said = [reader.invoke("Question: q?\nAnswer:").content for _ in range(3)]
+    assert said == ["NONE", "b", "NONE"]
+
+
+def test_a_reading_without_its_probability_is_refused(run: Path) -> None:
+    records = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
+    records[1]["readings"] = [{"answer": "x", "abstention_probability": None}]
+    (run / "records.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                               for r in records))  # fmt: skip
+    with pytest.raises(SystemExit, match=r"record 2 .*readings must be objects"):
+        threshold_replay.replay(str(run), [0.5])

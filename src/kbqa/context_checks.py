@@ -198,6 +198,7 @@ FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     ),
     "cross_check_rules": _cross_check_rules,
     "grounding": _one_of(*GROUNDING_MODES),
+    "reading": _one_of("joint", "each"),
     "fusion": _one_of("weighted", "rrf"),
     "llm_url": _llm_url,
 }

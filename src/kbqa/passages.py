@@ -72,6 +72,15 @@ def retrieve_records(
     ]
 
 
+def hit_windows(records: Sequence[RetrievedRecord]) -> list[list[int]]:
+    """Indices of ``records`` by hit, in retrieval order: each hit with the padding chunk
+    added for it (the records of one rank), as ``--reading each`` reads them."""
+    windows: dict[int, list[int]] = {}
+    for i, r in enumerate(records):
+        windows.setdefault(r["rank"], []).append(i)
+    return list(windows.values())
+
+
 def chunk_passages(
     chunks: Sequence[Chunk], records: Sequence[RetrievedRecord]
 ) -> list[tuple[int, Passage]]:

@@ -61,6 +61,18 @@ class StageAnswer(TypedDict):
     abstained: bool
 
 
+class PassageReading(TypedDict):
+    """One reading of ``--reading each`` (generate): the reader's answer from one hit's window."""
+
+    chunk_ids: list[int]
+    """The window's chunks that fitted, in prompt order (padding first, then the hit)."""
+    answer: str
+    """The reading's answer, cleaned, or the abstention phrase."""
+    abstained: bool
+    abstention_probability: float | None
+    """The reader's probability of beginning the abstention phrase (None: no threshold)."""
+
+
 class WebResult(TypedDict):
     """One web search hit (what a :class:`~kbqa.web_search.WebSearch` returns, and what the
     state's ``web_results`` hold): page title, URL and the engine's snippet."""
@@ -129,6 +141,9 @@ class OutputState(TypedDict, total=False):
             threshold compares (generate; :class:`~kbqa.llm.threshold.AbstentionThreshold`);
             ``None`` when no threshold decided it.
         abstention_threshold: The threshold it was compared with (generate).
+        readings: Under ``--reading each``, every hit's reading in retrieval order (generate);
+            the answer, ``context_chunk_ids`` and ``abstention_probability`` are the chosen
+            one's. Empty when the reader read the hits jointly.
         stage_answers: Cleaned answer of every answering stage in order (``generate``,
             ``retry``, ...), so evaluations can attribute the final answer and count what each
             later stage changed.
@@ -166,6 +181,7 @@ class OutputState(TypedDict, total=False):
     reader_answer: str
     abstention_probability: float | None
     abstention_threshold: float | None
+    readings: list[PassageReading]
     stage_answers: Annotated[list[StageAnswer], extend]
     question_coverage: float | None
     verified_answer: str

@@ -9,12 +9,14 @@ dropped first; a single remaining passage that is still too long is cut.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from langchain_core.caches import BaseCache
 from langchain_core.globals import get_llm_cache
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
 
 from kbqa.answers.abstention import settled_abstention
 from kbqa.answers.vocabulary import YES_NO_ANSWERS
@@ -48,6 +50,31 @@ class Reading(NamedTuple):
     ``None`` when none was."""
 
 
+def choose_reading(readings: Sequence[tuple[bool, float | None]]) -> int:
+    """The reading ``--reading each`` answers with: of those that did not abstain, the one
+    whose reader was least likely to abstain; when every one abstained, the same over all.
+    Ties (and readings without a probability) go to the better-ranked hit.
+
+    The confidence-across-paragraphs rule of Clark and Gardner 2018 ("Simple and Effective
+    Multi-Paragraph Reading Comprehension"), with the reader's abstention probability as the
+    confidence; DrQA (Chen et al. 2017) likewise reads each paragraph and keeps the best span.
+
+    Args:
+        readings: ``(abstained, abstention probability)`` of each reading, in retrieval order.
+
+    Returns:
+        The chosen reading's index.
+
+    Raises:
+        ValueError: No reading.
+    """
+    if not readings:
+        raise ValueError("choose_reading needs at least one reading")
+    answered = [i for i, (abstained, _) in enumerate(readings) if not abstained]
+    pool = answered or list(range(len(readings)))
+    return min(pool, key=lambda i: (readings[i][1] is not None, readings[i][1] or 0.0, i))
+
+
 def generate_answer(
     model: BaseChatModel,
     ctx: Context,
@@ -58,6 +85,7 @@ def generate_answer(
     language: str = "bn",
     variant: str = "coverage",
     max_tokens: int | None = None,
+    config: RunnableConfig | None = None,
 ) -> Reading:
     """Fit the reader prompt to the context window and generate.
 
@@ -68,6 +96,8 @@ def generate_answer(
         passages: ``(rank, passage)`` pairs in prompt order.
         question_type, language, variant: See :func:`kbqa.prompts.render_answer_prompt`.
         max_tokens: Generation budget (default ``ctx.max_answer_tokens``).
+        config: The model call's runnable config (``generate`` under ``--reading each`` tags
+            its readings ``nostream``, so LangGraph's ``messages`` stream shows none of them).
 
     Returns:
         A :class:`Reading`: the model's text, the indices of ``passages`` that fitted, the
@@ -103,6 +133,8 @@ def generate_answer(
             "abstention_threshold": threshold,
             "abstention_phrase": ctx.abstention_phrase,
         }
+    if config is not None:
+        extra["config"] = config
     raw, probability = stream_until_abstention(
         model, messages, stop, max_tokens or ctx.max_answer_tokens, ctx.abstention_phrase, **extra
     )
@@ -140,11 +172,12 @@ def stream_until_abstention(
         ``max_tokens`` or the settled abstention; and the model's
         ``response_metadata["abstention_probability"]`` (``None`` when it gives none).
     """
+    config = kwargs.pop("config", None)
     if _uses_cache(model):
-        reply = model.invoke(messages, stop=stop, max_tokens=max_tokens, **kwargs)
+        reply = model.invoke(messages, config, stop=stop, max_tokens=max_tokens, **kwargs)
         return str(reply.content), reply.response_metadata.get("abstention_probability")
     text, probability = "", None
-    for part in model.stream(messages, stop=stop, max_tokens=max_tokens, **kwargs):
+    for part in model.stream(messages, config, stop=stop, max_tokens=max_tokens, **kwargs):
         text += str(part.content)
         if probability is None:
             probability = part.response_metadata.get("abstention_probability")

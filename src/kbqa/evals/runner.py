@@ -46,7 +46,8 @@ def run_question(question: str, ctx: Context) -> dict[str, Any]:
     Returns:
         The graph's output plus ``retrieved_doc_ids`` (distinct documents of a top-10 fused
         retrieval without padding, for recall@k), ``retrieved_texts`` (that retrieval's chunk
-        texts, ranked, for answer recall@k), ``context_text`` (the chunks the LLM was given),
+        texts, ranked, for answer recall@k), ``context_text`` (the chunks the LLM was given:
+        under ``--reading each`` every hit's, not only the one it answered from),
         ``context_doc_ids`` (their distinct documents, in order) and ``graph_seconds`` (wall
         time of the graph alone). A question the graph rejects (:class:`KBQAError`,
         ``ValueError``) yields ``{"error": ...}`` with an empty answer instead
@@ -81,6 +82,8 @@ def run_question(question: str, ctx: Context) -> dict[str, Any]:
     read = out.get("context_chunk_ids", [])
     if out.get("context_index"):  # the fallback read its own sub-index last
         chunks = retriever_for(ctx, out["context_index"]).chunks
+    elif out.get("readings"):  # --reading each read every hit; the answer is from one of them
+        read = list(dict.fromkeys(c for r in out["readings"] for c in r["chunk_ids"]))
     out["context_text"] = "\n".join(chunks[c].text for c in read)
     out["context_doc_ids"] = list(dict.fromkeys(chunks[c].doc_id for c in read))
     return out

@@ -256,12 +256,31 @@ class ReaderConfig:
     def __post_init__(self) -> None:
         self.validate()
 
+    def _check_types(self) -> None:
+        """Each field holds its annotated type (bool is not taken for a number)."""
+        kinds: dict[str, tuple[type, ...]] = {
+            "str": (str,),
+            "bool": (bool,),
+            "int": (int,),
+            "float": (int, float),
+        }
+        for f in fields(self):
+            value = getattr(self, f.name)
+            wanted = kinds.get(str(f.type))
+            if wanted is None:
+                continue
+            if not isinstance(value, wanted) or (f.type != "bool" and isinstance(value, bool)):
+                raise TypeError(f"{f.name} must be {f.type}, got {value!r}")
+
     def validate(self) -> None:
         """Check ranges.
 
         Raises:
+            TypeError: A field of the wrong type (``None`` for a text field, from Python); the
+                message names it.
             ValueError: A field out of range; the message names it and its value.
         """
+        self._check_types()
         positive = (
             "lora_r",
             "lora_alpha",

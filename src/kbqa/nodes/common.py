@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from langchain_core.runnables import RunnableConfig
+
 from kbqa.answers.abstention import judge
 from kbqa.answers.reading import Reading, generate_answer
 from kbqa.context import Context
@@ -106,11 +108,15 @@ def fail_soft(node: str, failed: str, error_field: str | None = None) -> Callabl
 
 
 def answer_state(
-    state: State, ctx: Context, passages: list[tuple[int, Passage]], variant: str = "coverage"
+    state: State,
+    ctx: Context,
+    passages: list[tuple[int, Passage]],
+    variant: str = "coverage",
+    config: RunnableConfig | None = None,
 ) -> Reading:
     """:func:`~kbqa.answers.reading.generate_answer` with the run's reader for the state's
     language (``--model-en`` for English when set) and the state's question, type and
-    language."""
+    language; ``config`` goes to the model call."""
     return generate_answer(
         chat_model_for(ctx, state.get("language")),
         ctx,
@@ -119,4 +125,5 @@ def answer_state(
         question_type=state.get("question_type", "other"),
         language=state.get("language", "bn"),
         variant=variant,
+        config=config,
     )

@@ -7,21 +7,30 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
+from kbqa.answers.reading import choose_reading
 from kbqa.context import Context, context_of
-from kbqa.nodes.common import answer_state, node, on_route
-from kbqa.passages import chunk_passages, chunks_of
-from kbqa.state import State
+from kbqa.nodes.common import answer_state, judged, node, on_route
+from kbqa.passages import chunk_passages, chunks_of, hit_windows
+from kbqa.prompts import Passage
+from kbqa.state import PassageReading, RetrievedRecord, State
 
 log = logging.getLogger("kbqa.generate")
+
+QUIET: RunnableConfig = {"tags": [TAG_NOSTREAM]}
+"""The readings of ``--reading each``: kept out of LangGraph's ``messages`` stream, which would
+show them one after another as if they were one answer."""
 
 
 @node("generate")
 def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Answer from ``retrieved``; sets ``raw_answer``, ``context_chunk_ids`` and, on the first
     reading, ``abstention_probability`` and ``abstention_threshold``
-    (:class:`~kbqa.answers.reading.Reading`). With nothing
+    (:class:`~kbqa.answers.reading.Reading`). Under ``--reading each`` every hit is read on
+    its own (:func:`_read_each`). With nothing
     retrieved the reader is not called: the answer is the abstention phrase and the route
     records ``generate: no context``.
 
@@ -37,7 +46,11 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             "context_chunk_ids": [],
             **on_route("generate: no context"),
         }
+    each = ctx.reading == "each" and not state.get("retries")  # the retry reads jointly
+    windows = hit_windows(records) if each else []
     try:
+        if len(windows) > 1:
+            return _read_each(state, ctx, records, passages, windows)
         reading = answer_state(state, ctx, passages)
         raw, kept = reading.raw, reading.kept
     except ValueError:
@@ -50,8 +63,47 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     update: dict[str, Any] = {
         "raw_answer": raw,
         "context_chunk_ids": [records[i]["chunk_id"] for i in kept],
+        "readings": [],  # a joint reading (the retry's, after --reading each) has none apart
     }
     if not state.get("retries"):  # the first reading's: what an abstention threshold decides
         update["abstention_probability"] = reading.abstention_probability
         update["abstention_threshold"] = reading.abstention_threshold
+    return update
+
+
+def _read_each(
+    state: State,
+    ctx: Context,
+    records: list[RetrievedRecord],
+    passages: list[tuple[int, Passage]],
+    windows: list[list[int]],
+) -> dict[str, Any]:
+    """``--reading each``: one reading a hit (its window: the hit and its padding chunk), then
+    the answer of :func:`~kbqa.answers.reading.choose_reading`. The update is the chosen
+    reading's (its text, the chunks it read, its abstention probability) and every reading
+    under ``readings``."""
+    done: list[PassageReading] = []
+    readings = []
+    for window in windows:
+        reading = answer_state(state, ctx, [passages[i] for i in window], config=QUIET)
+        answer, abstained = judged(reading.raw, state, ctx)
+        readings.append(reading)
+        done.append(
+            {
+                "chunk_ids": [records[window[i]]["chunk_id"] for i in reading.kept],
+                "answer": answer,
+                "abstained": abstained,
+                "abstention_probability": reading.abstention_probability,
+            }
+        )
+    best = choose_reading([(r["abstained"], r["abstention_probability"]) for r in done])
+    log.debug("read %d hits apart; hit %d answers", len(done), best + 1)
+    update: dict[str, Any] = {
+        "raw_answer": readings[best].raw,
+        "context_chunk_ids": done[best]["chunk_ids"],
+        "readings": done,
+    }
+    if not state.get("retries"):
+        update["abstention_probability"] = readings[best].abstention_probability
+        update["abstention_threshold"] = readings[best].abstention_threshold
     return update

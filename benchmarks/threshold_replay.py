@@ -144,18 +144,19 @@ def replay(
         if isinstance(p, bool) or not isinstance(p, int | float) or not 0 <= p <= 1:
             raise SystemExit(f"error: record {n} of {run_dir} (qid {r.get('qid')}): "
                              f"abstention_probability must be a number in [0, 1], got {p!r}")  # fmt: skip
-        each = r.get("readings") or []
+        each = r.get("readings", [])
         if not isinstance(each, list) or not all(
             isinstance(e, dict)
-            and "answer" in e
+            and isinstance(e.get("answer"), str)
             and isinstance(e.get("abstention_probability"), int | float)
             and not isinstance(e.get("abstention_probability"), bool)
             and 0 <= e["abstention_probability"] <= 1
             for e in each
         ):
             raise SystemExit(f"error: record {n} of {run_dir} (qid {r.get('qid')}): readings "
-                             "must be objects with an answer and an abstention_probability in "
-                             "[0, 1], as kbqa eval --reading each writes them")  # fmt: skip
+                             "must be a list of objects with an answer (text) and an "
+                             "abstention_probability in [0, 1], as kbqa eval --reading each "
+                             "writes them")  # fmt: skip
         stages = r.get("stage_answers")
         if (
             not isinstance(r.get("question"), str)

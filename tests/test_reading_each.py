@@ -109,6 +109,8 @@ def test_choose_reading() -> None:
     assert choose_reading([(True, 0.9), (True, 0.8)]) == 1
     assert choose_reading([(False, 0.3), (False, 0.3)]) == 0  # a tie: the better rank
     assert choose_reading([(False, None), (False, None)]) == 0
+    assert choose_reading([(False, None), (False, 0.01)]) == 1  # no probability ranks last
+    assert choose_reading([(True, None), (True, 0.6)]) == 1
     with pytest.raises(ValueError, match="at least one reading"):
         choose_reading([])
 

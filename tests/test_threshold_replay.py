@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,10 +165,16 @@ def test_readings_of_each_hit_are_given_in_turn() -> None:
     assert said == ["NONE", "b", "NONE"]
 
 
-def test_a_reading_without_its_probability_is_refused(run: Path) -> None:
+@pytest.mark.parametrize(
+    "readings",
+    [[{"answer": "x", "abstention_probability": None}], 0, False, {},
+     [{"answer": None, "abstention_probability": 0.2}],
+     [{"answer": "x", "abstention_probability": True}]],
+)  # fmt: skip
+def test_malformed_readings_are_refused(run: Path, readings: Any) -> None:
     records = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
-    records[1]["readings"] = [{"answer": "x", "abstention_probability": None}]
+    records[1]["readings"] = readings
     (run / "records.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n"
                                                for r in records))  # fmt: skip
-    with pytest.raises(SystemExit, match=r"record 2 .*readings must be objects"):
+    with pytest.raises(SystemExit, match=r"record 2 .*readings must be a list of objects"):
         threshold_replay.replay(str(run), [0.5])

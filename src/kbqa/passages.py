@@ -74,7 +74,10 @@ def retrieve_records(
 
 def hit_windows(records: Sequence[RetrievedRecord]) -> list[list[int]]:
     """Indices of ``records`` by hit, in retrieval order: each hit with the padding chunk
-    added for it (the records of one rank), as ``--reading each`` reads them."""
+    added for it (the records of one rank), as ``--reading each`` reads them. A hit whose
+    previous chunk was retrieved as a hit of its own has no padding
+    (:func:`~kbqa.retrieval.retriever.pad_hits` adds a chunk once), so it is read without that
+    chunk, which is read in its own window."""
     windows: dict[int, list[int]] = {}
     for i, r in enumerate(records):
         windows.setdefault(r["rank"], []).append(i)

@@ -53,7 +53,8 @@ class Reading(NamedTuple):
 def choose_reading(readings: Sequence[tuple[bool, float | None]]) -> int:
     """The reading ``--reading each`` answers with: of those that did not abstain, the one
     whose reader was least likely to abstain; when every one abstained, the same over all.
-    Ties (and readings without a probability) go to the better-ranked hit.
+    A reading without a probability ranks below every reading with one; ties go to the
+    better-ranked hit.
 
     The confidence-across-paragraphs rule of Clark and Gardner 2018 ("Simple and Effective
     Multi-Paragraph Reading Comprehension"), with the reader's abstention probability as the
@@ -72,7 +73,7 @@ def choose_reading(readings: Sequence[tuple[bool, float | None]]) -> int:
         raise ValueError("choose_reading needs at least one reading")
     answered = [i for i, (abstained, _) in enumerate(readings) if not abstained]
     pool = answered or list(range(len(readings)))
-    return min(pool, key=lambda i: (readings[i][1] is not None, readings[i][1] or 0.0, i))
+    return min(pool, key=lambda i: (readings[i][1] is None, readings[i][1] or 0.0, i))
 
 
 def generate_answer(

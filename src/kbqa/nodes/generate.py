@@ -44,6 +44,7 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         return {
             "raw_answer": ctx.abstention_phrase,
             "context_chunk_ids": [],
+            "readings": [],
             **on_route("generate: no context"),
         }
     each = ctx.reading == "each" and not state.get("retries")  # the retry reads jointly
@@ -59,7 +60,7 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         log.warning(
             "LLM failed, answering with the pattern extractor: %s: %s", type(exc).__name__, exc
         )
-        return {"llm_error": f"{type(exc).__name__}: {exc}"}
+        return {"llm_error": f"{type(exc).__name__}: {exc}", "readings": []}
     update: dict[str, Any] = {
         "raw_answer": raw,
         "context_chunk_ids": [records[i]["chunk_id"] for i in kept],

@@ -98,7 +98,9 @@ def test_real_gemma_streams_tokens(bangla_slice: tuple[Path, Path]) -> None:
 
     index, qa = bangla_slice
     question = load_questions(qa)[0].question
-    ctx = Context(index_dir=str(index), model="gemma3-270m", max_retries=0, verify=False)
+    # the joint reading streams; the default's per-hit readings are tagged nostream
+    ctx = Context(index_dir=str(index), model="gemma3-270m", max_retries=0, verify=False,
+                  reading="joint")  # fmt: skip
     tokens = [
         msg.content
         for msg, meta in graph.stream({"question": question}, context=ctx, stream_mode="messages")

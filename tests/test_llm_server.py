@@ -383,7 +383,8 @@ def test_served_reader_answers_as_in_process(
     from kbqa.llm.chat import LlamaCppChatModel
 
     index, questions = bangla_questions
-    settings = {"grounding": "snap", "web_search": "off"}
+    # joint: the streamed reply below is the reader's (per-hit readings are not streamed)
+    settings = {"grounding": "snap", "web_search": "off", "reading": "joint"}
     # llama_cpp.server always reuses the last prompt's cached prefix (it has no option not to),
     # where kbqa in process evaluates each prompt whole; the same arithmetic on both sides
     # compares the client path (HTTP, streaming, parsing) and not batch rounding

@@ -28,6 +28,7 @@ def serve(index: Path, tmp_path: Path, model: str) -> Iterator[str]:
     command = [sys.executable, "-m", "kbqa.cli", "serve", "--index", str(index),
                "--embedder", "fake/hash", "--model", model,
                "--cross-check", "off", "--web-search", "off", "--port", "0",
+               "--reading", "joint",  # one scripted answer a question
                "--db", str(tmp_path / "threads.sqlite")]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)

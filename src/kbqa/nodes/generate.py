@@ -99,12 +99,10 @@ def _read_each(
         )
     best = choose_reading([(r["abstained"], r["abstention_probability"]) for r in done])
     log.debug("read %d hits apart; hit %d answers", len(done), best + 1)
-    update: dict[str, Any] = {
+    return {  # the first reading (the retry reads jointly): what the threshold decides
         "raw_answer": readings[best].raw,
         "context_chunk_ids": done[best]["chunk_ids"],
         "readings": done,
+        "abstention_probability": readings[best].abstention_probability,
+        "abstention_threshold": readings[best].abstention_threshold,
     }
-    if not state.get("retries"):
-        update["abstention_probability"] = readings[best].abstention_probability
-        update["abstention_threshold"] = readings[best].abstention_threshold
-    return update

@@ -3,6 +3,7 @@
 as unanswerable). Prints F1 and abstention rates per threshold; asserts nothing.
 
     python benchmarks/abstention_curve.py --run runs/finetune-reader --adapter runs/finetune-reader/adapter
+    python benchmarks/abstention_curve.py --run RUN --adapter RUN/adapter --language en --n 300
 
 At threshold t the reader abstains exactly when its probability of the abstention phrase's
 first token is at least t (``--abstention-threshold``; 0 is plain greedy decoding, shown
@@ -33,8 +34,13 @@ def main() -> None:
     ap.add_argument("--adapter", required=True, help="adapter directory (or .gguf) to score")
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1, help="sample seed (training scored seed 0)")
+    ap.add_argument("--language", default="", help="only the examples of this language (bn, en)")
     args = ap.parse_args()
     examples = [e for e in read_examples(Path(args.run) / "examples.jsonl") if e.split == "val"]
+    if args.language:
+        examples = [e for e in examples if e.language == args.language]
+        if not examples:
+            raise SystemExit(f"error: {args.run} has no validation example in {args.language!r}")
     val = random.Random(args.seed).sample(examples, min(args.n, len(examples)))
     adapter = Path(args.adapter)
     adapter = adapter / ADAPTER_FILE if adapter.is_dir() else adapter

@@ -4,6 +4,7 @@ records hold ``abstention_probability``; prints a table; asserts nothing.
 
     python benchmarks/threshold_replay.py runs/default-s0 --thresholds 0.5,0.6,0.7,0.8
     python benchmarks/threshold_replay.py OLD_RUN --own 0.9 --thresholds 0.5  # read at 0.9
+    python benchmarks/threshold_replay.py EACH_RUN --thresholds 0.5 --set stop_reading_below=0.3
 
 At threshold ``t`` the reader abstains exactly when its probability of beginning the
 abstention phrase is ``>= t`` (:class:`kbqa.llm.threshold.AbstentionThreshold`); otherwise every
@@ -13,6 +14,10 @@ it gave. The graph is then run again on each question with a stand-in reader tha
 reading (the real reader's tokenizer fits the prompt, so the passages are the same): retrieval,
 the cross-check and every later stage run for real. A threshold above the run's own would need
 answers the reader never gave, so it is refused.
+
+A setting that decides only from what the reader said can be replayed the same way (``--set``):
+under ``--reading each``, ``stop_reading_below`` (a sure reading stops the reading) needs only
+the readings a run at threshold 1.0 recorded, in retrieval order.
 
 Replaying the run's own threshold must give the run's own scores; the first row checks that.
 Two readings of one prompt in one process have given probabilities 0.02 apart (llama.cpp reuses
@@ -93,12 +98,19 @@ def _first_readings(record: dict[str, Any]) -> list[tuple[str, float]]:
 
 
 def replay(
-    run_dir: str, thresholds: list[float], own: float | None = None, save: Path | None = None
+    run_dir: str,
+    thresholds: list[float],
+    own: float | None = None,
+    save: Path | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """``(label, summary)`` for the run as recorded, replayed at its own threshold (``own``, else
     the ``abstention_threshold`` its records hold), and at each of ``thresholds``. With ``save``,
     each replay of ``thresholds`` is kept as a run folder ``save/t<threshold>`` (records and
-    summary, as ``kbqa eval`` writes them), for the benchmarks that read runs."""
+    summary, as ``kbqa eval`` writes them), for the benchmarks that read runs. ``overrides``
+    replace the run's settings in the replays of ``thresholds`` (settings that decide from
+    what the reader said, such as ``stop_reading_below``; the own-threshold row keeps the
+    run's)."""
     from kbqa.resources import Resources, chat_model_for
 
     run = load_run(run_dir)
@@ -181,14 +193,18 @@ def replay(
     def replayed_config(t: float) -> dict[str, Any]:  # the run's, at the threshold replayed
         return {
             **config,
-            "context": {**context, "abstention_threshold": t},
+            "context": {**context, **(overrides or {}), "abstention_threshold": t},
             "replayed_from": run_dir,
         }
 
+    try:
+        changed = dataclasses.replace(ctx, **(overrides or {}))
+    except (TypeError, ValueError) as exc:
+        raise SystemExit(f"error: --set: {exc}") from None
     for n, t in enumerate([own, *thresholds]):
         reader = ReplayReader(real=real, readings=readings, threshold=t,
                               phrase=ctx.abstention_phrase)  # fmt: skip
-        replayed = dataclasses.replace(ctx, resources=Resources(reader=reader),
+        replayed = dataclasses.replace(changed if n else ctx, resources=Resources(reader=reader),
                                        abstention_threshold=t)  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp:
             kept = save / f"t{t:g}" if save is not None and n > 0 else None  # not the own row
@@ -211,7 +227,21 @@ def main() -> None:
     ap.add_argument("--save", type=Path, default=None,
                     help="keep each replay of --thresholds as a run folder SAVE/t<threshold> "
                     "(which must not exist yet)")  # fmt: skip
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting (a kbqa.context.Context field) for the replays of "
+                    "--thresholds, e.g. stop_reading_below=0.02; VALUE is read as JSON, "
+                    "else as text; repeatable")  # fmt: skip
     args = ap.parse_args()
+    settings: dict[str, Any] = {}
+    for item in args.set:
+        name, eq, value = item.partition("=")
+        if not eq or name.strip() not in Context.__dataclass_fields__:
+            raise SystemExit(f"error: --set takes NAME=VALUE with NAME a setting of "
+                             f"kbqa.context.Context, got {item!r}")  # fmt: skip
+        try:
+            settings[name.strip()] = json.loads(value)
+        except ValueError:
+            settings[name.strip()] = value
     if args.own is not None and not 0 < args.own <= 1:
         raise SystemExit(f"error: --own must be in (0, 1], got {args.own}")
     if not args.thresholds.replace(",", "").strip():
@@ -231,7 +261,7 @@ def main() -> None:
         raise SystemExit(f"error: {args.save / f't{taken[0]:g}'} exists: --save writes new "
                          "run folders only (remove it or choose another --save)")  # fmt: skip
     try:
-        rows = replay(args.run, thresholds, args.own, args.save)
+        rows = replay(args.run, thresholds, args.own, args.save, settings)
     except KBQAError as exc:
         raise SystemExit(f"error: {exc}") from None
     print("| reader | answerable EM / F1 | abstained: answerable / unanswerable | F1 |")

@@ -110,6 +110,8 @@ def test_wrong_types_are_named(both_index: Path) -> None:
         qa.stream("")  # at the call, before iterating
     with pytest.raises(TypeError, match="index_dir is the path argument"):
         KBQA.from_index(both_index, index_dir="x")
+    with pytest.raises(TypeError, match=r"got str; for an index directory use KBQA.from_index"):
+        KBQA(str(both_index))  # type: ignore[arg-type]
     for bad in ({"bm25_weight": "0.5"}, {"abstention_phrase": None}, {"model": 123}):
         with pytest.raises(ValueError, match=r"must be a (number|string)"):
             KBQA.from_index(both_index, **{**FAKE, **bad})

@@ -43,17 +43,20 @@ class ByPassageReader(ScriptedChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
-def _ask(index: Path, reading: str, threshold: float) -> tuple[dict[str, Any], ByPassageReader]:
+def _ask(
+    index: Path, reading: str, threshold: float, **settings: Any
+) -> tuple[dict[str, Any], ByPassageReader]:
     reader = ByPassageReader(prompts=[])
     ctx = Context(index_dir=str(index), embedder="fake/hash", model="fake/abstain", k=3,
                   pad_previous=False, verify=False, fallback=False, web_search="off",
                   cross_check="off", reading=reading,  # type: ignore[arg-type]
-                  abstention_threshold=threshold, resources=Resources(reader=reader))  # fmt: skip
+                  abstention_threshold=threshold, resources=Resources(reader=reader),
+                  **settings)  # fmt: skip
     return graph.invoke({"question": "বাংলাদেশের প্রধান নদী কোনটি?"}, context=ctx), reader
 
 
 def test_each_hit_is_read_apart_and_the_surest_reading_answers(tiny_index: Path) -> None:
-    out, reader = _ask(tiny_index, "each", 0.7)
+    out, reader = _ask(tiny_index, "each", 0.7, stop_reading_below=0.0)
     readings = out["readings"]
     assert len(reader.prompts) == len(readings) == 3  # one prompt a hit
     assert [r["chunk_ids"] for r in readings] == [[r["chunk_id"]] for r in out["retrieved"]]
@@ -66,6 +69,21 @@ def test_each_hit_is_read_apart_and_the_surest_reading_answers(tiny_index: Path)
     assert out["abstention_probability"] == 0.2 and out["abstention_threshold"] == 0.7
 
 
+def test_a_sure_reading_stops_the_reading(tiny_index: Path) -> None:
+    """--stop-reading-below: the hits after a reading that answered with an abstention
+    probability below the setting are not read; an unsure or abstaining one reads on."""
+    every, _ = _ask(tiny_index, "each", 0.7, stop_reading_below=0.0)
+    sure = next(i for i, r in enumerate(every["readings"]) if r["abstention_probability"] == 0.2)
+    assert sure < 2  # the fixture's question finds the river's chunk before the last hit
+    out, reader = _ask(tiny_index, "each", 0.7, stop_reading_below=0.3)
+    assert len(reader.prompts) == len(out["readings"]) == sure + 1
+    assert out["readings"] == every["readings"][: sure + 1] and out["answer"] == "পদ্মা"
+    _, reader = _ask(tiny_index, "each", 0.7, stop_reading_below=0.2)  # 0.2 is not below 0.2
+    assert len(reader.prompts) == 3
+    out, reader = _ask(tiny_index, "each", 0.1, stop_reading_below=0.3)  # each one abstains
+    assert len(reader.prompts) == 3 and out["abstained"]
+
+
 def test_an_evaluation_counts_every_hit_read_as_the_context(tiny_index: Path) -> None:
     """answer-in-context asks whether the answer was in anything the reader read: every hit."""
     from kbqa.evals.runner import run_question
@@ -74,7 +92,7 @@ def test_an_evaluation_counts_every_hit_read_as_the_context(tiny_index: Path) ->
     ctx = Context(index_dir=str(tiny_index), embedder="fake/hash", model="fake/abstain", k=3,
                   pad_previous=False, verify=False, fallback=False, web_search="off",
                   cross_check="off", reading="each", abstention_threshold=0.7,
-                  resources=Resources(reader=reader))  # fmt: skip
+                  stop_reading_below=0.0, resources=Resources(reader=reader))  # fmt: skip
     out = run_question("বাংলাদেশের প্রধান নদী কোনটি?", ctx)
     read = [c for r in out["readings"] for c in r["chunk_ids"]]
     assert len(out["context_chunk_ids"]) == 1 and len(read) == 3
@@ -129,3 +147,6 @@ def test_hit_windows_keep_padding_with_its_hit() -> None:
 def test_reading_is_checked() -> None:
     with pytest.raises(ValueError, match="reading"):
         Context(reading="every")  # type: ignore[arg-type]
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="stop_reading_below"):
+            Context(stop_reading_below=bad)

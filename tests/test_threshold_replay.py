@@ -178,3 +178,25 @@ def test_malformed_readings_are_refused(run: Path, readings: Any) -> None:
                                                for r in records))  # fmt: skip
     with pytest.raises(SystemExit, match=r"record 2 .*readings must be a list of objects"):
         threshold_replay.replay(str(run), [0.5])
+
+
+def test_a_setting_replaces_the_runs_in_the_replays(run: Path) -> None:
+    """--set: a setting that decides from what the reader said (which reading answers) is
+    replayed without the reader."""
+    records = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
+    # question 1 (gold ঢাকা) reads ঢাকা's page first, then the river's, surer of the river
+    readings = [("ঢাকা", 0.3), ("পদ্মা", 0.1), ("পদ্মা", 0.2)]
+    first_question = next(r for r in records if r["qid"] == "1")
+    first_question["readings"] = [{"answer": a, "abstention_probability": p} for a, p in readings]
+    (run / "records.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                               for r in records))  # fmt: skip
+    each, answers = {"reading": "each"}, {}
+    for name, stop in (("surest", 0.0), ("first", 0.5)):
+        threshold_replay.replay(str(run), [0.8], save=run.parent / name,
+                                overrides={**each, "stop_reading_below": stop})  # fmt: skip
+        kept = load_run(run.parent / name / "t0.8").records
+        answers[name] = next(r for r in kept if r["qid"] == "1")
+    assert answers["surest"]["answer"] == "পদ্মা" and len(answers["surest"]["readings"]) == 3
+    assert answers["first"]["answer"] == "ঢাকা" and len(answers["first"]["readings"]) == 1
+    with pytest.raises(SystemExit, match=r"--set: .*stop_reading_below"):
+        threshold_replay.replay(str(run), [0.9], overrides={"stop_reading_below": 2})

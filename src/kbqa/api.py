@@ -141,6 +141,8 @@ class KBQA:
             ``thread_id``. None: every question starts fresh.
 
     Raises:
+        TypeError: ``context`` is not a :class:`~kbqa.context.Context` (an index path: use
+            :meth:`from_index`).
         ValueError: A file a setting names is missing: a ``static:PATH`` web search, a
             reranker directory (``load``; :meth:`~kbqa.context.Context.check_paths`).
         IndexLoadError: The index cannot be loaded (``load``).
@@ -154,6 +156,11 @@ class KBQA:
     ) -> None:
         from kbqa.graph import build_graph, graph
 
+        if not isinstance(context, Context):
+            raise TypeError(
+                f"KBQA takes a kbqa.context.Context, got {type(context).__name__}; for an index "
+                "directory use KBQA.from_index(path, **settings)"
+            )
         self.context = context
         self.graph = graph if checkpointer is None else build_graph(checkpointer=checkpointer)
         self.threaded = checkpointer is not None

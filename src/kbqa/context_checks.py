@@ -191,6 +191,7 @@ FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "llm_timeout": _within(0, 3600, open_low=True, unit=" seconds"),
     "web_timeout": _within(0, 60, open_low=True, unit=" seconds"),
     "abstention_threshold": _within(0, 1),
+    "stop_reading_below": _within(0, 1),
     "rerank_weight": _within(0, 1),
     "reranker": _reranker_name,
     "cross_check": lambda v: (

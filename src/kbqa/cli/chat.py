@@ -167,6 +167,7 @@ class Session:
                     "answered_by",
                     "reader_answer",
                     "abstention_probability",
+                    "readings",
                     "sources",
                     "route",
                     "timings",

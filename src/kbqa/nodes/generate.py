@@ -79,13 +79,16 @@ def _read_each(
     passages: list[tuple[int, Passage]],
     windows: list[list[int]],
 ) -> dict[str, Any]:
-    """``--reading each``: one reading a hit (its window: the hit and its padding chunk), then
-    the answer of :func:`~kbqa.answers.reading.choose_reading`. The update is the chosen
+    """``--reading each``: one reading a hit (its window: the hit and its padding chunk), in
+    retrieval order, until a reading is sure (``--stop-reading-below``), then the answer of
+    :func:`~kbqa.answers.reading.choose_reading` over the readings made. The update is the chosen
     reading's (its text, the chunks it read, its abstention probability) and every reading
     under ``readings``."""
     done: list[PassageReading] = []
     readings = []
     for window in windows:
+        if done and not done[-1]["abstained"] and _sure(done[-1], ctx.stop_reading_below):
+            break  # --stop-reading-below: the hits after a sure reading are not read
         reading = answer_state(state, ctx, [passages[i] for i in window], config=QUIET)
         answer, abstained = judged(reading.raw, state, ctx)
         readings.append(reading)
@@ -106,3 +109,9 @@ def _read_each(
         "abstention_probability": readings[best].abstention_probability,
         "abstention_threshold": readings[best].abstention_threshold,
     }
+
+
+def _sure(reading: PassageReading, below: float) -> bool:
+    """Is a reading's abstention probability below ``below`` (``--stop-reading-below``)?"""
+    p = reading["abstention_probability"]
+    return p is not None and p < below

@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 
 from kbqa.context import Context
 from kbqa.errors import KBQAError
 from kbqa.evals.datasets import load_questions
 from kbqa.evals.run_dir import load_run, run_config
 from kbqa.evals.runner import evaluate_questions
+from kbqa.llm.fake import ScriptedChatModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import threshold_replay
@@ -24,20 +27,36 @@ QUESTIONS = [("1", "বাংলাদেশের রাজধানী কো�
 PROBABILITY = {"1": 0.3, "2": 0.6, "3": 0.05}
 
 
+class GoldReader(ScriptedChatModel):
+    """Answers each question of :data:`QUESTIONS` with its gold answer, whatever the order the
+    evaluation asks them in."""
+
+    model_name: str = "fake/gold"
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:  # fmt: skip
+        prompt = str(messages[-1].content)
+        answer = next(a for _, q, a in QUESTIONS if f"Question: {q}" in prompt)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=answer))])
+
+
 @pytest.fixture
 def run(tiny_index: Path, tmp_path: Path) -> Path:
     qa = tmp_path / "qa.jsonl"
     rows = (json.dumps({"qid": i, "question": q, "answers": [a]}, ensure_ascii=False)
             for i, q, a in QUESTIONS)  # fmt: skip
     qa.write_text("".join(row + "\n" for row in rows))
-    script = "|".join(a for _, _, a in QUESTIONS)  # the reader gives each gold answer in turn
-    ctx = Context(index_dir=str(tiny_index), model=f"fake/script:{script}", embedder="fake/hash",
-                  abstention_threshold=0.9, cross_check="off", reading="joint")  # fmt: skip
+    from kbqa.resources import Resources
+
+    ctx = Context(index_dir=str(tiny_index), model="fake/abstain", embedder="fake/hash",
+                  abstention_threshold=0.9, cross_check="off", reading="joint",
+                  resources=Resources(reader=GoldReader()))  # fmt: skip
     out = tmp_path / "run"
     config = run_config(qa, None, ctx)
     evaluate_questions(load_questions(qa), ctx, out, config=config, upload=False, progress=False)
     # a scripted reader decides no threshold: write what a tuned reader would have recorded
     records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    assert {r["qid"]: r["answer"] for r in records} == {i: a for i, _, a in QUESTIONS}
     for r in records:
         r["abstention_probability"] = PROBABILITY[r["qid"]]
     (out / "records.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n"

@@ -16,6 +16,7 @@ import argparse
 import random
 from pathlib import Path
 
+from kbqa.errors import KBQAError
 from kbqa.finetune.evaluate import (
     THRESHOLDS,
     abstention_curve,
@@ -36,14 +37,28 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1, help="sample seed (training scored seed 0)")
     ap.add_argument("--language", default="", help="only the examples of this language (bn, en)")
     args = ap.parse_args()
-    examples = [e for e in read_examples(Path(args.run) / "examples.jsonl") if e.split == "val"]
+    if args.n < 1:
+        raise SystemExit(f"error: --n must be at least 1, got {args.n}")
+    adapter = Path(args.adapter)
+    adapter = adapter / ADAPTER_FILE if adapter.is_dir() else adapter
+    if not adapter.is_file():  # llama.cpp would crash on a missing file
+        raise SystemExit(f"error: no adapter at {adapter} (a directory with {ADAPTER_FILE}, or "
+                         "a .gguf)")  # fmt: skip
+    source = Path(args.run) / "examples.jsonl"
+    if not source.is_file():
+        raise SystemExit(f"error: {source} does not exist: --run takes a kbqa finetune reader "
+                         "output directory")  # fmt: skip
+    try:
+        examples = [e for e in read_examples(source) if e.split == "val"]
+    except KBQAError as exc:
+        raise SystemExit(f"error: {exc}") from None
     if args.language:
         examples = [e for e in examples if e.language == args.language]
         if not examples:
             raise SystemExit(f"error: {args.run} has no validation example in {args.language!r}")
+    if not examples:
+        raise SystemExit(f"error: {source} holds no validation example")
     val = random.Random(args.seed).sample(examples, min(args.n, len(examples)))
-    adapter = Path(args.adapter)
-    adapter = adapter / ADAPTER_FILE if adapter.is_dir() else adapter
     reader = load_reader(resolve_model("gemma3-270m")[0], adapter)
     greedy = score_reader(reader, val)
     print("| threshold | F1 | span F1 | abstained (answerable) | abstained (unanswerable) |")

@@ -16,8 +16,10 @@ the cross-check and every later stage run for real. A threshold above the run's 
 answers the reader never gave, so it is refused.
 
 A setting that decides only from what the reader said can be replayed the same way (``--set``):
-under ``--reading each``, ``stop_reading_below`` (a sure reading stops the reading) needs only
-the readings a run at threshold 1.0 recorded, in retrieval order.
+under ``--reading each``, ``stop_reading_below`` (a sure reading stops the reading) needs every
+hit's reading, so the run must have read every hit (``--stop-reading-below 0``). A replay that
+needs a reading the run did not record (a run that stopped at a sure hit, replayed at a
+threshold under that hit's probability) is refused, not guessed.
 
 Replaying the run's own threshold must give the run's own scores; the first row checks that.
 Two readings of one prompt in one process have given probabilities 0.02 apart (llama.cpp reuses
@@ -60,6 +62,11 @@ class ReplayReader(BaseChatModel):
     phrase: str
     misses: list[str] = Field(default_factory=list)
     """Prompts that held no question of the run (the graph would answer them otherwise)."""
+    per_hit: set[str] = Field(default_factory=set)
+    """Questions whose readings are one a hit: there is no reading past the last one."""
+    beyond: list[str] = Field(default_factory=list)
+    """Questions asked for a reading the run did not record (its reading stopped at a sure
+    hit before it)."""
 
     @property
     def _llm_type(self) -> str:
@@ -82,10 +89,19 @@ class ReplayReader(BaseChatModel):
         turn = self.calls.get(asked, 0)
         self.calls[asked] = turn + 1
         given = self.readings[asked]
+        if asked in self.per_hit and turn >= len(given):
+            self.beyond.append(asked)
+            raise KeyError("a reading the run did not record")
         text, p = given[turn % len(given)]
         reply = self.phrase if p >= self.threshold else text
         message = AIMessage(content=reply, response_metadata={"abstention_probability": p})
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+REPLAYABLE = ("stop_reading_below", "cross_check", "cross_check_rules")
+"""Settings ``--set`` may change: they decide from what the reader said, or after it, without
+the reader (every other setting changes the prompts, so the recorded readings would not be
+those the reader gives)."""
 
 
 def _first_readings(record: dict[str, Any]) -> list[tuple[str, float]]:
@@ -125,6 +141,8 @@ def replay(
         raise SystemExit(f"error: {run_dir}/{CONFIG_FILE} names no settings (context) or no "
                          "questions file: it is not a kbqa eval run's")  # fmt: skip
     settings = {k: v for k, v in context.items() if k in Context.__dataclass_fields__}
+    if "stop_reading_below" not in context:  # a run from before the setting read every hit
+        settings["stop_reading_below"] = 0.0
     try:
         ctx = Context(**settings)
     except ValueError as exc:
@@ -181,11 +199,14 @@ def replay(
             raise SystemExit(f"error: record {n} of {run_dir} (qid {r.get('qid')}): a record "
                              "needs a question (text) and stage_answers (a list of objects with "
                              "stage and answer), as kbqa eval writes them")  # fmt: skip
-    readings = {  # keyed as the prompt shows the question (kbqa.prompts.answer)
-        visible_text(r["question"]).strip(): _first_readings(r)
+    generated = [
+        r
         for r in run.records
         if r["stage_answers"] and r["stage_answers"][0]["stage"] == "generate"
-    }
+    ]
+    # keyed as the prompt shows the question (kbqa.prompts.answer)
+    readings = {visible_text(r["question"]).strip(): _first_readings(r) for r in generated}
+    per_hit = {visible_text(r["question"]).strip() for r in generated if r.get("readings")}
     qids = {r["qid"] for r in run.records}
     questions = [q for q in load_questions(config["questions"]) if q.qid in qids]
     rows: list[tuple[str, dict[str, Any]]] = [("recorded run", run.summary)]
@@ -197,12 +218,17 @@ def replay(
             "replayed_from": run_dir,
         }
 
+    unreplayable = sorted(set(overrides or {}) - set(REPLAYABLE))
+    if unreplayable:
+        raise SystemExit(f"error: --set {unreplayable[0]}: only {', '.join(REPLAYABLE)} can be "
+                         "replayed (the others change what the reader is asked)")  # fmt: skip
     try:
         changed = dataclasses.replace(ctx, **(overrides or {}))
     except (TypeError, ValueError) as exc:
         raise SystemExit(f"error: --set: {exc}") from None
+    note = "".join(f", {k}={v}" for k, v in (overrides or {}).items())
     for n, t in enumerate([own, *thresholds]):
-        reader = ReplayReader(real=real, readings=readings, threshold=t,
+        reader = ReplayReader(real=real, readings=readings, threshold=t, per_hit=per_hit,
                               phrase=ctx.abstention_phrase)  # fmt: skip
         replayed = dataclasses.replace(changed if n else ctx, resources=Resources(reader=reader),
                                        abstention_threshold=t)  # fmt: skip
@@ -213,7 +239,16 @@ def replay(
         if reader.misses:
             raise SystemExit(f"error: {len(reader.misses)} prompts held no question of {run_dir} "
                              f"(the last lines of the first: {reader.misses[0][-80:]!r})")  # fmt: skip
-        rows.append((f"replayed at {t:g}" + (" (its own)" if t == own else ""), result.summary))
+        if reader.beyond:
+            raise SystemExit(
+                f"error: {len(set(reader.beyond))} questions of {run_dir} needed a reading the "
+                f"run did not record (the first: {reader.beyond[0][:60]!r}): its reading stopped "
+                f"at a sure hit (stop_reading_below {ctx.stop_reading_below:g}); read the run "
+                "again with --stop-reading-below 0 (and --abstention-threshold 1.0 to replay any "
+                "threshold)"
+            )
+        label = f"replayed at {t:g}" + (" (its own)" if t == own and n == 0 else "")
+        rows.append((label + (note if n else ""), result.summary))
     return rows
 
 
@@ -228,9 +263,9 @@ def main() -> None:
                     help="keep each replay of --thresholds as a run folder SAVE/t<threshold> "
                     "(which must not exist yet)")  # fmt: skip
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="a setting (a kbqa.context.Context field) for the replays of "
-                    "--thresholds, e.g. stop_reading_below=0.02; VALUE is read as JSON, "
-                    "else as text; repeatable")  # fmt: skip
+                    help=f"a setting for the replays of --thresholds, one of {', '.join(REPLAYABLE)}"
+                    " (e.g. stop_reading_below=0.02); VALUE is read as JSON, else as text; "
+                    "repeatable")  # fmt: skip
     args = ap.parse_args()
     settings: dict[str, Any] = {}
     for item in args.set:

@@ -67,6 +67,10 @@ def test_a_setting_another_one_switches_off_warns_and_is_not_passed_on() -> None
     assert inert_settings(on, ["retry_k", "verifier_adapter", "web_timeout"]) == {}
     assert "--retry-k" not in option_args(settings)
     assert "--retry-k" in option_args(on)
+    joint = Context(index_dir="idx", reading="joint", stop_reading_below=0.5).settings()
+    assert inert_settings(joint, ["stop_reading_below"]) == {
+        "stop_reading_below": "--stop-reading-below has no effect without --reading each"
+    }
     off = Context(index_dir="idx", cross_check="off", cross_check_rules="all").settings()
     assert inert_settings(off, ["cross_check_rules"]) == {
         "cross_check_rules": "--cross-check-rules has no effect without --cross-check auto or on"

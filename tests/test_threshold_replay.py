@@ -199,23 +199,47 @@ def test_malformed_readings_are_refused(run: Path, readings: Any) -> None:
         threshold_replay.replay(str(run), [0.5])
 
 
-def test_a_setting_replaces_the_runs_in_the_replays(run: Path) -> None:
-    """--set: a setting that decides from what the reader said (which reading answers) is
-    replayed without the reader."""
+def _as_each_run(run: Path, readings: list[tuple[str, float]], stop: float) -> None:
+    """Make the fixture's run one read hit by hit (--reading each, --stop-reading-below
+    ``stop``), question 1 with ``readings``."""
     records = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
-    # question 1 (gold ঢাকা) reads ঢাকা's page first, then the river's, surer of the river
-    readings = [("ঢাকা", 0.3), ("পদ্মা", 0.1), ("পদ্মা", 0.2)]
     first_question = next(r for r in records if r["qid"] == "1")
     first_question["readings"] = [{"answer": a, "abstention_probability": p} for a, p in readings]
     (run / "records.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n"
                                                for r in records))  # fmt: skip
-    each, answers = {"reading": "each"}, {}
+    config = json.loads((run / "config.json").read_text())
+    config["context"] |= {"reading": "each", "stop_reading_below": stop}
+    (run / "config.json").write_text(json.dumps(config, ensure_ascii=False))
+
+
+def test_a_setting_replaces_the_runs_in_the_replays(run: Path) -> None:
+    """--set: a setting that decides from what the reader said (which reading answers) is
+    replayed without the reader."""
+    # question 1 (gold ঢাকা) reads ঢাকা's page first, then the river's, surer of the river
+    _as_each_run(run, [("ঢাকা", 0.3), ("পদ্মা", 0.1), ("পদ্মা", 0.2)], stop=0.0)
+    answers = {}
     for name, stop in (("surest", 0.0), ("first", 0.5)):
-        threshold_replay.replay(str(run), [0.8], save=run.parent / name,
-                                overrides={**each, "stop_reading_below": stop})  # fmt: skip
+        rows = threshold_replay.replay(str(run), [0.8], save=run.parent / name,
+                                       overrides={"stop_reading_below": stop})  # fmt: skip
+        assert rows[-1][0] == f"replayed at 0.8, stop_reading_below={stop}"
         kept = load_run(run.parent / name / "t0.8").records
         answers[name] = next(r for r in kept if r["qid"] == "1")
     assert answers["surest"]["answer"] == "পদ্মা" and len(answers["surest"]["readings"]) == 3
     assert answers["first"]["answer"] == "ঢাকা" and len(answers["first"]["readings"]) == 1
     with pytest.raises(SystemExit, match=r"--set: .*stop_reading_below"):
         threshold_replay.replay(str(run), [0.9], overrides={"stop_reading_below": 2})
+    for changes_the_prompts in ({"k": 1}, {"reading": "joint"}, {"abstention_threshold": 0.2}):
+        with pytest.raises(SystemExit, match=r"--set \w+: only stop_reading_below, cross_check"):
+            threshold_replay.replay(str(run), [0.9], overrides=changes_the_prompts)
+
+
+def test_a_reading_the_run_did_not_record_is_refused(run: Path) -> None:
+    """A run that stopped at a sure hit (p 0.3 under its 0.5) holds no reading of the hits after
+    it; replayed at 0.2 that hit abstains and the graph reads on: refused, not guessed."""
+    _as_each_run(run, [("ঢাকা", 0.3)], stop=0.5)
+    rows = dict(threshold_replay.replay(str(run), [0.5]))  # question 2 (p 0.6) abstains
+    assert rows["replayed at 0.5"]["token_f1"] == pytest.approx(2 / 3, abs=1e-3)
+    with pytest.raises(SystemExit, match=r"1 questions .* needed a reading the run did not rec"):
+        threshold_replay.replay(str(run), [0.2])
+    with pytest.raises(SystemExit, match="read the run again with --stop-reading-below 0"):
+        threshold_replay.replay(str(run), [0.5], overrides={"stop_reading_below": 0.0})

@@ -111,8 +111,9 @@ class Context:
         metadata={
             "description": "Under --reading each, answer from a hit whose reading did not "
             "abstain and whose abstention probability is below this, without reading the hits "
-            "after it (0 reads every hit; 0.3 cut the median seconds a question by 14-70% for "
-            "0.004-0.013 F1 on BanglaRQA and XQuAD-en: docs/finetune-log.md)."
+            "after it (0 reads every hit, as does a reader without an abstention threshold; 0.3 "
+            "cut the median seconds a question by 14-70% for 0.004-0.013 F1 on BanglaRQA and "
+            "XQuAD-en: docs/finetune-log.md)."
         },
     )
     abstention_threshold: float | None = field(

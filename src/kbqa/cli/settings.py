@@ -46,6 +46,7 @@ INERT_UNLESS: dict[str, tuple[str, Callable[[Any], bool], str]] = {
     "cross_check_rules": ("cross_check", lambda v: v != "off", "--cross-check auto or on"),
     "web_timeout": ("web_search", lambda v: v != "off", "--web-search"),
     "web_max_results": ("web_search", lambda v: v != "off", "--web-search"),
+    "stop_reading_below": ("reading", lambda v: v == "each", "--reading each"),
 }
 """Settings that only act when another one is on: field -> (that field, its test, the option)."""
 

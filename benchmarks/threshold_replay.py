@@ -29,6 +29,7 @@ the cached prompt prefix), so a threshold within 0.02 of a question's p can go e
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import json
 import sys
@@ -62,8 +63,10 @@ class ReplayReader(BaseChatModel):
     phrase: str
     misses: list[str] = Field(default_factory=list)
     """Prompts that held no question of the run (the graph would answer them otherwise)."""
-    per_hit: set[str] = Field(default_factory=set)
-    """Questions whose readings are one a hit: there is no reading past the last one."""
+    per_hit: dict[str, int] = Field(default_factory=dict)
+    """Questions whose readings are one a hit, with how many records ask them: there is no
+    reading past the last one of each record. (Records that ask the same question share one
+    list of readings, the last record's: a run's duplicate questions replay approximately.)"""
     beyond: list[str] = Field(default_factory=list)
     """Questions asked for a reading the run did not record (its reading stopped at a sure
     hit before it)."""
@@ -89,7 +92,7 @@ class ReplayReader(BaseChatModel):
         turn = self.calls.get(asked, 0)
         self.calls[asked] = turn + 1
         given = self.readings[asked]
-        if asked in self.per_hit and turn >= len(given):
+        if asked in self.per_hit and turn >= len(given) * self.per_hit[asked]:
             self.beyond.append(asked)
             raise KeyError("a reading the run did not record")
         text, p = given[turn % len(given)]
@@ -206,7 +209,9 @@ def replay(
     ]
     # keyed as the prompt shows the question (kbqa.prompts.answer)
     readings = {visible_text(r["question"]).strip(): _first_readings(r) for r in generated}
-    per_hit = {visible_text(r["question"]).strip() for r in generated if r.get("readings")}
+    per_hit = collections.Counter(
+        visible_text(r["question"]).strip() for r in generated if r.get("readings")
+    )
     qids = {r["qid"] for r in run.records}
     questions = [q for q in load_questions(config["questions"]) if q.qid in qids]
     rows: list[tuple[str, dict[str, Any]]] = [("recorded run", run.summary)]
@@ -228,7 +233,7 @@ def replay(
         raise SystemExit(f"error: --set: {exc}") from None
     note = "".join(f", {k}={v}" for k, v in (overrides or {}).items())
     for n, t in enumerate([own, *thresholds]):
-        reader = ReplayReader(real=real, readings=readings, threshold=t, per_hit=per_hit,
+        reader = ReplayReader(real=real, readings=readings, threshold=t, per_hit=dict(per_hit),
                               phrase=ctx.abstention_phrase)  # fmt: skip
         replayed = dataclasses.replace(changed if n else ctx, resources=Resources(reader=reader),
                                        abstention_threshold=t)  # fmt: skip

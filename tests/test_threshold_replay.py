@@ -243,3 +243,23 @@ def test_a_reading_the_run_did_not_record_is_refused(run: Path) -> None:
         threshold_replay.replay(str(run), [0.2])
     with pytest.raises(SystemExit, match="read the run again with --stop-reading-below 0"):
         threshold_replay.replay(str(run), [0.5], overrides={"stop_reading_below": 0.0})
+
+
+def test_a_question_asked_twice_is_not_refused(run: Path) -> None:
+    """Records that ask the same question share one list of readings (keyed by its text): the
+    second asking reads the list again rather than past its end."""
+    _as_each_run(run, [("ঢাকা", 0.1), ("ঢাকা", 0.2), ("ঢাকা", 0.2)], stop=0.0)  # a hit each
+    config = json.loads((run / "config.json").read_text())
+    qa = Path(config["questions"])
+    rows = [json.loads(x) for x in qa.read_text().splitlines()]
+    rows[1] |= {"question": rows[0]["question"], "answers": rows[0]["answers"]}
+    qa.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    records = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
+    one = next(r for r in records if r["qid"] == "1")
+    for r in records:
+        if r["qid"] == "2":
+            r |= {k: one[k] for k in ("question", "gold", "readings", "abstention_probability")}
+    (run / "records.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                               for r in records))  # fmt: skip
+    rows = dict(threshold_replay.replay(str(run), [0.5]))
+    assert rows["replayed at 0.5"]["token_f1"] == 1.0

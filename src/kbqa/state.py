@@ -141,9 +141,10 @@ class OutputState(TypedDict, total=False):
             threshold compares (generate; :class:`~kbqa.llm.threshold.AbstentionThreshold`);
             ``None`` when no threshold decided it.
         abstention_threshold: The threshold it was compared with (generate).
-        readings: Under ``--reading each``, every hit's reading in retrieval order (generate);
-            the answer, ``context_chunk_ids`` and ``abstention_probability`` are the chosen
-            one's. Empty when the reader read the hits jointly.
+        readings: Under ``--reading each``, the readings made, one a hit in retrieval order
+            up to the first sure one (``stop_reading_below``; generate); the answer,
+            ``context_chunk_ids`` and ``abstention_probability`` are the chosen one's. Empty
+            when the reader read the hits jointly.
         stage_answers: Cleaned answer of every answering stage in order (``generate``,
             ``retry``, ...), so evaluations can attribute the final answer and count what each
             later stage changed.

@@ -29,8 +29,8 @@ show them one after another as if they were one answer."""
 def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Answer from ``retrieved``; sets ``raw_answer``, ``context_chunk_ids`` and, on the first
     reading, ``abstention_probability`` and ``abstention_threshold``
-    (:class:`~kbqa.answers.reading.Reading`). Under ``--reading each`` every hit is read on
-    its own (:func:`_read_each`). With nothing
+    (:class:`~kbqa.answers.reading.Reading`). Under ``--reading each`` each hit is read on
+    its own, best first, until a reading is sure (:func:`_read_each`). With nothing
     retrieved the reader is not called: the answer is the abstention phrase and the route
     records ``generate: no context``.
 

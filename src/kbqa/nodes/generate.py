@@ -87,7 +87,7 @@ def _read_each(
     done: list[PassageReading] = []
     readings = []
     for window in windows:
-        if done and not done[-1]["abstained"] and _sure(done[-1], ctx.stop_reading_below):
+        if done and _sure(done[-1], ctx.stop_reading_below):
             break  # --stop-reading-below: the hits after a sure reading are not read
         reading = answer_state(state, ctx, [passages[i] for i in window], config=QUIET)
         answer, abstained = judged(reading.raw, state, ctx)
@@ -112,6 +112,7 @@ def _read_each(
 
 
 def _sure(reading: PassageReading, below: float) -> bool:
-    """Is a reading's abstention probability below ``below`` (``--stop-reading-below``)?"""
+    """Did a reading answer with an abstention probability below ``below``
+    (``--stop-reading-below``)?"""
     p = reading["abstention_probability"]
-    return p is not None and p < below
+    return not reading["abstained"] and p is not None and p < below

@@ -111,8 +111,11 @@ def _first_readings(record: dict[str, Any]) -> list[tuple[str, float]]:
     """A record's first reading ``(answer, p)``, or under ``--reading each`` its readings, one a
     hit in retrieval order (the graph reads them in that order again)."""
     each = record.get("readings") or []
-    if each:
-        return [(str(r["answer"]), float(r["abstention_probability"])) for r in each]
+    if each:  # an abstaining reading is given back empty: an abstention in any language
+        return [
+            ("" if r.get("abstained") else str(r["answer"]), float(r["abstention_probability"]))
+            for r in each
+        ]
     return [(str(record["stage_answers"][0]["answer"]), float(record["abstention_probability"]))]
 
 

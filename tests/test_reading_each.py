@@ -116,6 +116,22 @@ def test_every_reading_abstaining_is_an_abstention(tiny_index: Path) -> None:
     assert out["abstention_probability"] == 0.2  # the least sure abstention's
 
 
+def test_an_english_question_s_abstaining_readings_read_in_english(tiny_index: Path) -> None:
+    """Every reading of an English question abstains: each says so with the English phrase,
+    as the final answer does, not with the Bangla one the reader was prompted with."""
+    reader = ByPassageReader(prompts=[])
+    ctx = Context(index_dir=str(tiny_index), embedder="fake/hash", model="fake/abstain", k=3,
+                  pad_previous=False, verify=False, fallback=False, web_search="off",
+                  cross_check="off", reading="each", abstention_threshold=0.1,
+                  stop_reading_below=0.0, resources=Resources(reader=reader))  # fmt: skip
+    out = graph.invoke({"question": "Which is the main river of Bangladesh?"}, context=ctx)
+    assert out["language"] == "en" and out["abstained"] and len(out["readings"]) > 1
+    assert {r["answer"] for r in out["readings"]} == {ctx.abstention_phrase_en}
+    assert out["answer"] == ctx.abstention_phrase_en != ABSTENTION_PHRASE
+    bangla, _ = _ask(tiny_index, "each", 0.1)  # a Bangla question's keep the Bangla phrase
+    assert {r["answer"] for r in bangla["readings"]} == {ABSTENTION_PHRASE}
+
+
 def test_joint_reading_reads_once_and_keeps_no_readings(tiny_index: Path) -> None:
     out, reader = _ask(tiny_index, "joint", 0.7)
     assert len(reader.prompts) == 1 and out["readings"] == []

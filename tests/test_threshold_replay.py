@@ -177,6 +177,9 @@ def test_readings_of_each_hit_are_given_in_turn() -> None:
                            {"answer": "b", "abstention_probability": 0.1}]}  # fmt: skip
     assert threshold_replay._first_readings(record) == [("a", 0.3), ("b", 0.1)]
     assert threshold_replay._first_readings({**record, "readings": []}) == [("b", 0.1)]
+    english = {**record, "readings": [{"answer": "No answer", "abstained": True,
+                                       "abstention_probability": 0.9}]}  # fmt: skip
+    assert threshold_replay._first_readings(english) == [("", 0.9)]  # abstains in any phrase
     reader = threshold_replay.ReplayReader(
         real=ScriptedChatModel.from_name("fake/abstain"), readings={"q?": [("a", 0.3), ("b", 0.1)]},
         threshold=0.2, phrase="NONE")  # fmt: skip

@@ -95,7 +95,8 @@ def _read_each(
         done.append(
             {
                 "chunk_ids": [records[window[i]]["chunk_id"] for i in reading.kept],
-                "answer": answer,
+                # an abstention reads in the question's language, as the final answer does
+                "answer": ctx.abstention_for(state.get("language")) if abstained else answer,
                 "abstained": abstained,
                 "abstention_probability": reading.abstention_probability,
             }

@@ -187,12 +187,13 @@ def replay(
             and isinstance(e.get("abstention_probability"), int | float)
             and not isinstance(e.get("abstention_probability"), bool)
             and 0 <= e["abstention_probability"] <= 1
+            and isinstance(e.get("abstained", False), bool)
             for e in each
         ):
             raise SystemExit(f"error: record {n} of {run_dir} (qid {r.get('qid')}): readings "
-                             "must be a list of objects with an answer (text) and an "
-                             "abstention_probability in [0, 1], as kbqa eval --reading each "
-                             "writes them")  # fmt: skip
+                             "must be a list of objects with an answer (text), an "
+                             "abstention_probability in [0, 1] and abstained (true or false), "
+                             "as kbqa eval --reading each writes them")  # fmt: skip
         stages = r.get("stage_answers")
         if (
             not isinstance(r.get("question"), str)

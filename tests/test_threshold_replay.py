@@ -191,7 +191,9 @@ def test_readings_of_each_hit_are_given_in_turn() -> None:
     "readings",
     [[{"answer": "x", "abstention_probability": None}], 0, False, {},
      [{"answer": None, "abstention_probability": 0.2}],
-     [{"answer": "x", "abstention_probability": True}]],
+     [{"answer": "x", "abstention_probability": True}],
+     [{"answer": "x", "abstention_probability": 0.2, "abstained": "false"}],
+     [{"answer": "x", "abstention_probability": 0.2, "abstained": None}]],
 )  # fmt: skip
 def test_malformed_readings_are_refused(run: Path, readings: Any) -> None:
     records = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]

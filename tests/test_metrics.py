@@ -4,6 +4,8 @@ import pytest
 
 from kbqa.evals.metrics import (
     answer_in_context,
+    answer_spans_in_context,
+    answer_spans_in_normalized,
     exact_match,
     max_over_golds,
     normalize_answer,
@@ -63,3 +65,27 @@ def test_answer_in_context() -> None:
     assert answer_in_context(["ল্যুভর জাদুঘরে"], "দুটি ফলক ল্যুভর জাদুঘরে আছে।") == 1.0
     assert answer_in_context(["ঢাকা"], "ঢাকাই শাড়ি") == 0.0  # whole tokens only
     assert answer_in_context([], "anything") == 0.0
+
+
+def test_answer_spans_in_context_multi_span_and_yes_no() -> None:
+    context = "ঢাকায় একটি ভবন ও একটি প্রাসাদ আছে।"
+    assert answer_spans_in_context(["ভবন; প্রাসাদ"], context) == 1.0
+    assert answer_spans_in_context(["ভবন; মন্দির"], context) == 0.0  # every span, not one
+    assert answer_spans_in_context(["হ্যাঁ"], context) is None  # a verdict is in no passage
+    assert answer_spans_in_context([], context) is None
+
+
+@pytest.mark.parametrize(
+    ("golds", "context"),
+    [
+        (["The Louvre"], "Two stelae are in the Louvre, Paris."),
+        (["ভবন; প্রাসাদ"], "ঢাকায় একটি ভবন ও একটি প্রাসাদ আছে।"),
+        (["১৮৫৯"], "তিনি 1859 সালে জন্মগ্রহণ করেন।"),
+        (["Paris"], "Parisian cafes"),
+        (["হ্যাঁ"], "কিছু"),
+    ],
+)
+def test_answer_spans_in_normalized_matches_the_raw_form(golds: list[str], context: str) -> None:
+    assert answer_spans_in_normalized(golds, normalize_answer(context)) == (
+        answer_spans_in_context(golds, context)
+    )

@@ -21,6 +21,7 @@ __all__ = [
     "answer_contained",
     "answer_in_context",
     "answer_spans_in_context",
+    "answer_spans_in_normalized",
     "exact_match",
     "max_over_golds",
     "normalize_answer",
@@ -56,10 +57,21 @@ def answer_spans_in_context(golds: Sequence[str], context: str) -> float | None:
     Returns:
         1.0 or 0.0; None with no golds or only yes/no golds.
     """
+    return answer_spans_in_normalized(golds, normalize_answer(context))
+
+
+def answer_spans_in_normalized(golds: Sequence[str], normalized_context: str) -> float | None:
+    """:func:`answer_spans_in_context` for a context already passed through
+    :func:`normalize_answer` once, so one large text (a whole knowledge base) can be searched
+    for many questions without normalising it again for each.
+
+    Returns:
+        1.0 or 0.0; None with no golds or only yes/no golds.
+    """
     spans = [g for g in golds if normalize_answer(g) not in YES_NO_GOLDS and g.strip()]
     if not spans:
         return None
-    ctx = f" {normalize_answer(context)} "
+    ctx = f" {normalized_context} "
     for gold in spans:
         parts = [normalize_answer(p) for p in gold.split(SPAN_SEPARATOR)]
         parts = [p for p in parts if p]

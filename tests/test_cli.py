@@ -133,6 +133,31 @@ def test_ask_says_why_it_abstained_and_what_the_reader_said(
     assert notes == said, text
 
 
+def test_an_abstention_lists_the_passages_read_not_sources(tiny_index: Path) -> None:
+    """A new user's finding (2026-12-06): an abstention listed an unrelated page under
+    ``sources:``, as if it were cited. Its passages are now where the reader looked."""
+    question = "বাংলাদেশের রাজধানী কোথায়?"
+    code, abstained = run_fake("ask", question, tiny_index, "--cross-check", "off")
+    assert code == 0, abstained
+    lines = abstained.splitlines()
+    assert "sources:" not in lines
+    assert lines[lines.index("passages read (none holds the answer):") + 1].startswith("  [1] ")
+    code, answered = run_fake("ask", question, tiny_index, model="fake/script:ঢাকা")
+    assert code == 0, answered
+    assert "sources:" in answered.splitlines() and "passages read" not in answered
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [(0.00042, "0.4 ms"), (0.0999, "99.9 ms"), (0.1, "0.10 s"), (2.5, "2.50 s")],
+)
+def test_time_line_shows_fast_stages_in_milliseconds(seconds: float, shown: str) -> None:
+    """``time: retrieval 0.00 s`` hid BM25's half millisecond (a new user's finding)."""
+    from kbqa.cli.ask import duration
+
+    assert duration(seconds) == shown
+
+
 def test_ask_says_retrieval_found_nothing(tmp_path: Path) -> None:
     from conftest import DOCS
 

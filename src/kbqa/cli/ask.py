@@ -138,9 +138,9 @@ def ask(
         for t in out.get("timings", []):
             typer.echo(f"  {t['node']:<17} {t['seconds']:.3f} s")
     typer.echo(
-        f"time: retrieval {_seconds(out, 'retrieve', 'retry'):.2f} s, "
-        f"llm {_seconds(out, 'generate', 'verify', 'fallback', 'web_search'):.2f} s, "
-        f"total {total_s:.2f} s (+ {load_s:.1f} s loading index and model)"
+        f"time: retrieval {duration(_seconds(out, 'retrieve', 'retry'))}, "
+        f"llm {duration(_seconds(out, 'generate', 'verify', 'fallback', 'web_search'))}, "
+        f"total {duration(total_s)} (+ {load_s:.1f} s loading index and model)"
     )
 
 
@@ -148,16 +148,28 @@ def _seconds(out: dict[str, Any], *nodes: str) -> float:
     return float(sum(t["seconds"] for t in out.get("timings", []) if t["node"] in nodes))
 
 
+def duration(seconds: float) -> str:
+    """``seconds`` for a person: milliseconds below a tenth of a second (BM25 retrieval takes
+    about half a millisecond, which ``0.00 s`` hid), else seconds to two decimals."""
+    return f"{seconds * 1000:.1f} ms" if seconds < 0.1 else f"{seconds:.2f} s"
+
+
+PASSAGES_READ = "passages read (none holds the answer):"
+"""The heading of an abstention's passages in ``kbqa ask`` and ``kbqa chat`` (``sources:`` for an
+answer): they are where the reader looked, not a citation."""
+
+
 def print_answer(out: dict[str, Any], index_dir: str) -> None:
     """The answer, whether it abstained and why (:func:`~kbqa.answers.explain.abstention_reason`),
-    the reader's own answer when a later stage replaced it, its numbered sources and the
-    route."""
+    the reader's own answer when a later stage replaced it, its numbered sources (for an
+    abstention, the passages it read: :data:`PASSAGES_READ`) and the route."""
     typer.echo(f"answer: {out['answer']}")
     typer.echo(f"abstained: {str(out['abstained']).lower()}")
     for note in (f"why: {why}" if (why := abstention_reason(out)) else None, reader_note(out)):
         if note:
             typer.echo(note)
-    typer.echo("sources:")
+    # an abstention cites nothing: its passages are where the reader looked
+    typer.echo(PASSAGES_READ if out.get("abstained") else "sources:")
     for i, src in enumerate(out.get("sources", []), start=1):
         where = f" <{escape_controls(src['url'])}>" if src["url"] else ""
         doc = escape_controls(src["doc_id"])  # a file name may hold a newline

@@ -20,7 +20,7 @@ import typer
 
 from kbqa.answers.explain import abstention_reason, reader_note
 from kbqa.cli.app import app, fail
-from kbqa.cli.ask import WEB_SEARCH_OFF, load_models, make_context, reachable
+from kbqa.cli.ask import PASSAGES_READ, WEB_SEARCH_OFF, load_models, make_context, reachable
 from kbqa.cli.chat_commands import run_command
 from kbqa.cli.settings import context_options, option_args
 from kbqa.context import Context
@@ -198,6 +198,8 @@ class Session:
         for note in (f"why: {why}" if why else None, reader_note(out)):
             if note:
                 self.say(f"  {note}", "dim")
+        if out.get("abstained") and out.get("sources"):
+            self.say(f"  {PASSAGES_READ}", "dim")
         self.show_sources(limit=3)
 
     def show_sources(self, limit: int | None = None) -> None:

@@ -583,3 +583,27 @@ def test_the_default_run_folder_names_the_english_reader(tmp_path: Path) -> None
     assert [f.name for f in folders] == [
         "eval-set-qa-m", "eval-set-qa-m-en-e", "eval-set-qa-m-en-m-ad_thr"
     ]  # fmt: skip
+
+
+def test_a_torn_last_record_is_left_out_with_a_warning_and_cut_only_on_repair(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run killed mid-write leaves a torn last line: a reader (``load_run``: repair off) left
+    it out silently; it now says so, and only ``kbqa eval`` (repair on) cuts it."""
+    from kbqa.evals.run_dir import read_records
+
+    path = tmp_path / RECORDS_FILE
+    record = {"answerable": True, "abstained": False, "answer": "x", "gold": ["x"], "route": [],
+              "stage_answers": [], "retrieved_doc_ids": [], "scores": {}, "seconds": 0.1,
+              "timings": []}  # fmt: skip
+    good = "".join(json.dumps({"qid": q, **record}) + "\n" for q in ("1", "2"))
+    path.write_text(good + '{"qid": "3", "ans', encoding="utf-8")
+    with caplog.at_level("WARNING", logger="kbqa"):
+        assert list(read_records(path, repair=False)) == ["1", "2"]
+    assert "torn last record" in caplog.text and "left out of these figures" in caplog.text
+    assert path.read_text(encoding="utf-8").endswith('"ans')  # a reader changes nothing
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="kbqa"):
+        assert list(read_records(path, repair=True)) == ["1", "2"]
+    assert "dropping a torn last record" in caplog.text
+    assert path.read_text(encoding="utf-8") == good

@@ -189,8 +189,9 @@ def _record_problem(rec: Any) -> str | None:
 def read_records(path: Path, *, repair: bool = True) -> dict[str, dict[str, Any]]:
     """Finished records by ``qid``.
 
-    A torn last line (no newline, or not JSON: a run killed mid-write) is ignored, and cut off
-    when ``repair``. Anything else that is not a record is an error, and the file is left as is.
+    A torn last line (no newline, or not JSON: a run killed mid-write) is left out with a
+    warning, and cut off the file when ``repair``. Anything else that is not a record is an
+    error, and the file is left as is.
 
     Raises:
         InputError: A line other than the last is not a JSON record with a ``qid``.
@@ -221,6 +222,13 @@ def read_records(path: Path, *, repair: bool = True) -> dict[str, dict[str, Any]
         log.warning("%s: dropping a torn last record (%d bytes)", path, len(data) - good)
         with path.open("r+b") as fh:
             fh.truncate(good)
+    elif good < len(data):  # a reader: the file stays as it is, but the figures leave it out
+        log.warning(
+            "%s: a torn last record (%d bytes, a run killed mid-write) is left out of these "
+            "figures; `kbqa eval` with the same --out resumes the run and cuts it",
+            path,
+            len(data) - good,
+        )
     return done
 
 

@@ -219,7 +219,8 @@ class ReaderConfig:
         metadata={
             "help": "The paraphrase rules, comma-separated: ki, honorific, year, mark (the "
             "default) and the opt-in order (question word moved between front and end), "
-            "register (formal words made colloquial); see kbqa.finetune.paraphrase."
+            "register (formal words made colloquial), synonym (a noun or adjective replaced by "
+            "a dictionary synonym); see kbqa.finetune.paraphrase."
         },
     )
     rule_kinds: str = field(

@@ -32,6 +32,7 @@ from kbqa.finetune.kinds import (
 from kbqa.finetune.paraphrase import RULES as PARAPHRASE_RULES
 from kbqa.finetune.paraphrase import paraphrase
 from kbqa.finetune.questions import TrainingQuestion
+from kbqa.finetune.synonyms import synonym_table, word_counts
 from kbqa.finetune.traps import (
     DEFAULT_TRAP_RULES,
     SUFFIXES,
@@ -67,11 +68,13 @@ def build_examples(
     Training questions are rendered by ``builder`` (as served) for a ``served_share`` of them
     and by ``short_builder`` (shorter windows, cheaper to train on) for the rest; a
     ``paraphrase_share`` of them are asked in another form by the ``paraphrase_rules``
-    (:func:`kbqa.finetune.paraphrase.paraphrase`). Validation questions are always rendered as
-    served, as written.
+    (:func:`kbqa.finetune.paraphrase.paraphrase`; the ``synonym`` rule's table is made from the
+    words of ``builder``'s knowledge base, :func:`kbqa.finetune.synonyms.synonym_table`).
+    Validation questions are always rendered as served, as written.
 
     Raises:
         ValueError: A ratio outside [0, 1].
+        KBQAError: The ``synonym`` rule is named and the ``shobdo`` dictionary is missing.
     """
     from tqdm import tqdm
 
@@ -88,6 +91,9 @@ def build_examples(
     out: list[ReaderExample] = []
     truth = True
     form_rng = random.Random(f"{seed}:form")  # its own stream: the others draw as before
+    synonyms = None
+    if "synonym" in paraphrase_rules and paraphrase_share > 0:
+        synonyms = synonym_table(word_counts(c.text for c in builder.chunks))
     for tq in tqdm(questions, desc="examples", unit="q", disable=not progress):
         q = tq.question
         split = splits.get(q.doc_id or q.qid, "train")
@@ -101,7 +107,7 @@ def build_examples(
         if split == "train":
             if short_builder is not None and form_rng.random() >= served_share:
                 b = short_builder
-            q = _maybe_paraphrased(q, paraphrase_share, form_rng, stats, paraphrase_rules)
+            q = _maybe_paraphrased(q, paraphrase_share, form_rng, stats, paraphrase_rules, synonyms)
         example = b.positive(q, split)
         if example is None:
             stats.unusable += 1
@@ -145,11 +151,13 @@ def _maybe_paraphrased(
     rng: random.Random,
     stats: DataStats,
     rules: tuple[str, ...] = tuple(PARAPHRASE_RULES),
+    synonyms: Mapping[str, list[str]] | None = None,
 ) -> Question:
-    """``q`` asked in another form (:func:`kbqa.finetune.paraphrase.paraphrase`, by ``rules``)
-    for a seeded ``share`` of questions, when a rule applies (counted in ``stats.paraphrased``)."""
+    """``q`` asked in another form (:func:`kbqa.finetune.paraphrase.paraphrase`, by ``rules``,
+    with the ``synonym`` rule's table) for a seeded ``share`` of questions, when a rule applies
+    (counted in ``stats.paraphrased``)."""
     if rng.random() < share:
-        asked, applied = paraphrase(q.question, rng, rules)
+        asked, applied = paraphrase(q.question, rng, rules, synonyms)
         if applied:
             stats.paraphrased += 1
             return replace(q, question=asked)

@@ -51,6 +51,8 @@ def adapter_manifest(
     """What the adapter's ``manifest.json`` records: the base it needs, the training data's
     sha256 and terms, the command, the seed, every setting, the example counts, the training
     figures, the validation figures, the serving choice and the library versions."""
+    from importlib.metadata import version
+
     import peft
     import torch
     import transformers
@@ -112,5 +114,7 @@ def adapter_manifest(
             "torch": torch.__version__,
             "transformers": transformers.__version__,
             "peft": peft.__version__,
+            # the synonym paraphrase rule's dictionary (kbqa.finetune.synonyms)
+            **({"shobdo": version("shobdo")} if "synonym" in cfg.paraphrases else {}),
         },
     }

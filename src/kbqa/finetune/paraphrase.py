@@ -7,7 +7,7 @@ spelling), plain verbs (``করে``, ``ছিল``), ``কবে`` or ``কো
 Each rule below keeps the question's meaning; :func:`paraphrase` applies a random subset of those
 that fit, and keeps the rewrite only when the question typer gives it the same type.
 
-Two more rules are opt-in (:data:`EXTRA_RULES`, ``kbqa finetune reader --paraphrase-rules``),
+Three more rules are opt-in (:data:`EXTRA_RULES`, ``kbqa finetune reader --paraphrase-rules``),
 so a run made with the defaults builds the same examples as before they existed:
 
 - ``order``: the question word moved between the front and the end (``কে X দেন?`` and ``X দেন
@@ -15,13 +15,17 @@ so a run made with the defaults builds the same examples as before they existed:
   often put it last;
 - ``register``: formal (*sadhu*-flavoured) words of kinship and life events put in the colloquial
   register people write (``পিতা`` -> ``বাবা``, ``মৃত্যুবরণ করেন`` -> ``মারা যান``), so the question
-  shares fewer words with a passage written formally.
+  shares fewer words with a passage written formally;
+- ``synonym``: one noun or adjective replaced by a dictionary synonym (``প্রেসিডেন্ট`` ->
+  ``রাষ্ট্রপতি``; :mod:`kbqa.finetune.synonyms`), so that not all of the question's content
+  words are the passage's, as in the questions people write.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
 
 import regex
 
@@ -137,6 +141,24 @@ def _register(q: str, rng: random.Random) -> str | None:
     return None
 
 
+_WORD_SPAN = regex.compile(r"[\p{Bengali}\p{M}]+")
+
+
+def _synonym(
+    q: str, rng: random.Random, table: Mapping[str, list[str]] | None = None
+) -> str | None:
+    """One word of ``q`` that is a headword of ``table``
+    (:func:`kbqa.finetune.synonyms.synonym_table`) replaced by one of its synonyms; None without
+    a table or such a word."""
+    if not table:
+        return None
+    found = [m for m in _WORD_SPAN.finditer(q) if m.group() in table]
+    if not found:
+        return None
+    m = rng.choice(found)
+    return q[: m.start()] + rng.choice(table[m.group()]) + q[m.end() :]
+
+
 RULES: dict[str, Callable[[str, random.Random], str | None]] = {
     "ki": _ki,
     "honorific": _honorific,
@@ -147,16 +169,24 @@ RULES: dict[str, Callable[[str, random.Random], str | None]] = {
 EXTRA_RULES: dict[str, Callable[[str, random.Random], str | None]] = {
     "order": _order,
     "register": _register,
+    "synonym": _synonym,
 }
 """The opt-in rules (module docstring), applied after the defaults when named."""
 ALL_RULES = {**RULES, **EXTRA_RULES}
 
 
 def paraphrase(
-    question: str, rng: random.Random, rules: tuple[str, ...] = tuple(RULES)
+    question: str,
+    rng: random.Random,
+    rules: tuple[str, ...] = tuple(RULES),
+    synonyms: Mapping[str, list[str]] | None = None,
 ) -> tuple[str, list[str]]:
     """``question`` rewritten by a random non-empty subset of the ``rules`` (names of
     :data:`ALL_RULES`; the defaults, :data:`RULES`, unless given) that apply.
+
+    Args:
+        synonyms: The ``synonym`` rule's table (headword -> synonyms); without it that rule
+            never applies.
 
     Returns:
         ``(question, names of the rules applied)``; the question unchanged and ``[]`` when no
@@ -166,7 +196,10 @@ def paraphrase(
         KeyError: A rule name that is not in :data:`ALL_RULES`.
     """
     q = " ".join(question.split())
-    chosen_rules = {name: ALL_RULES[name] for name in rules}
+    chosen_rules = {
+        name: partial(_synonym, table=synonyms) if name == "synonym" else ALL_RULES[name]
+        for name in rules
+    }
     applicable = [
         name for name, rule in chosen_rules.items() if rule(q, random.Random(0)) is not None
     ]
@@ -174,7 +207,7 @@ def paraphrase(
         return question, []
     chosen = [n for n in applicable if rng.random() < 0.6] or [rng.choice(applicable)]
     for name in chosen:
-        q = ALL_RULES[name](q, rng) or q
+        q = chosen_rules[name](q, rng) or q
     if question_type(q) != question_type(question):  # e.g. কী -> কি read as yes/no
         return question, []
     return q, chosen

@@ -93,7 +93,15 @@ def build_examples(
     form_rng = random.Random(f"{seed}:form")  # its own stream: the others draw as before
     synonyms = None
     if "synonym" in paraphrase_rules and paraphrase_share > 0:
-        synonyms = synonym_table(word_counts(c.text for c in builder.chunks))
+        names = name_lexicon(
+            (question_type(tq.question.question), a)
+            for tq in questions
+            for a in tq.question.answers[:1]
+        )
+        synonyms = synonym_table(
+            word_counts(c.text for c in builder.chunks),
+            names=(w for ws in names.values() for w in ws),
+        )
     for tq in tqdm(questions, desc="examples", unit="q", disable=not progress):
         q = tq.question
         split = splits.get(q.doc_id or q.qid, "train")

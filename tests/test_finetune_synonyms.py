@@ -130,3 +130,52 @@ def test_training_questions_are_asked_with_a_synonym_of_the_kbs_words(
     assert by_qid["q2"].question == "রবীন্দ্রনাথ ঠাকুর কত সালে নোবেল সম্মাননা পান?"
     assert by_qid["q1"].question == QUESTIONS[0].question.question  # no headword in it
     assert stats.paraphrased == 1 and by_qid["q2"].target == "১৯১৩"
+
+
+def test_break_it_findings(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A break-it trial of 2026-12-06: a headword with no synonyms crashed the rule; a path with
+    ``#`` opened another file (and made one); a row without a word crashed the table; a
+    synonym holding a number word changed the question's number."""
+    rng = random.Random(0)
+    assert paraphrase("বিদ্যালয় কোথায়?", rng, ("synonym",), {"বিদ্যালয়": []})[1] == []
+    assert paraphrase("বিদ্যালয় কোথায়?", rng, ("synonym",), {"বিদ্যালয়": "স্কুল"})[1] == []  # type: ignore[dict-item]
+
+    odd = tmp_path / "a#b?c%20"
+    odd.mkdir()
+    before = set(Path.cwd().iterdir())
+    table = syn.synonym_table(_counts(), _dictionary(odd / "d.db"))
+    assert "প্রেসিডেন্ট" in table and set(Path.cwd().iterdir()) == before
+
+    rows = [(None, "রাষ্ট্রপতি"), (7, "রাষ্ট্রপতি"), ("মিনিটকাল", "এক ঘণ্টা")]
+    with sqlite3.connect(odd / "d.db") as conn:
+        conn.executemany(
+            "INSERT INTO words VALUES (?, 'বিশেষ্য', ?)",
+            [(w, json.dumps([m], ensure_ascii=False)) for w, m in rows],
+        )
+    counts = _counts() | Counter({"এক": 100, "ঘণ্টা": 100})
+    assert "মিনিটকাল" not in syn.synonym_table(counts, odd / "d.db")  # a number word in it
+
+    with pytest.raises(KBQAError, match="no such file"):
+        syn.synonym_table(_counts(), tmp_path / "missing.db")
+
+
+def test_a_rule_that_can_do_nothing_says_so(
+    tiny_index: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A knowledge base without common Bangla words leaves the table empty: a warning, not a
+    run whose questions were silently never rewritten (a break-it finding)."""
+    from test_finetune_data import QUESTIONS, _ctx
+
+    from kbqa.finetune import example_set
+    from kbqa.finetune.data import ExampleBuilder
+    from kbqa.llm.fake import ScriptedChatModel
+
+    monkeypatch.setattr(example_set, "synonym_table", lambda counts, names=(): {})
+    builder = ExampleBuilder(_ctx(tiny_index), ScriptedChatModel.from_name("fake/abstain"), seed=0)
+    with caplog.at_level("WARNING", logger="kbqa"):
+        example_set.build_examples(
+            QUESTIONS[:2], builder, splits={"d1": "train", "d2": "train"}, negative_ratio=0,
+            yes_no_ratio=0, seed=0, paraphrase_share=1.0, paraphrase_rules=("synonym",),
+            progress=False,
+        )  # fmt: skip
+    assert "no synonym for this knowledge base" in caplog.text

@@ -11,6 +11,7 @@ but does not answer it).
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -42,6 +43,8 @@ from kbqa.finetune.traps import (
     relation_trap,
 )
 from kbqa.finetune.yesno import same_kind
+
+log = logging.getLogger(__name__)
 
 
 def build_examples(
@@ -102,6 +105,11 @@ def build_examples(
             word_counts(c.text for c in builder.chunks),
             names=(w for ws in names.values() for w in ws),
         )
+        if not synonyms:
+            log.warning(
+                "the synonym paraphrase rule has no synonym for this knowledge base (it needs "
+                "Bangla words that occur often in it): no question will be asked with one"
+            )
     for tq in tqdm(questions, desc="examples", unit="q", disable=not progress):
         q = tq.question
         split = splits.get(q.doc_id or q.qid, "train")

@@ -115,6 +115,10 @@ def adapter_manifest(
             "transformers": transformers.__version__,
             "peft": peft.__version__,
             # the synonym paraphrase rule's dictionary (kbqa.finetune.synonyms)
-            **({"shobdo": version("shobdo")} if "synonym" in cfg.paraphrases else {}),
+            **(
+                {"shobdo": version("shobdo")}
+                if "synonym" in cfg.paraphrases and cfg.paraphrase_share > 0
+                else {}
+            ),
         },
     }

@@ -152,11 +152,16 @@ def _synonym(
     a table or such a word."""
     if not table:
         return None
-    found = [m for m in _WORD_SPAN.finditer(q) if m.group() in table]
-    if not found:
+
+    def choices(word: str) -> list[str]:  # a headword without a list of synonyms has none
+        found = table.get(word)
+        return list(found) if isinstance(found, list | tuple) else []
+
+    spans = [m for m in _WORD_SPAN.finditer(q) if choices(m.group())]
+    if not spans:
         return None
-    m = rng.choice(found)
-    return q[: m.start()] + rng.choice(table[m.group()]) + q[m.end() :]
+    m = rng.choice(spans)
+    return q[: m.start()] + rng.choice(choices(m.group())) + q[m.end() :]
 
 
 RULES: dict[str, Callable[[str, random.Random], str | None]] = {

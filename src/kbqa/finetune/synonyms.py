@@ -15,8 +15,8 @@ The dictionary's first meanings also hold glosses and homonyms of common words (
   :data:`MIN_CHARS` characters, not one of the :data:`COMMON_WORDS` commonest words of the
   training knowledge base (common words are where the homonyms are), not a word of a name
   in the training answers and not a number word (:data:`NUMBER_WORDS`);
-- it is one or two words of Bangla script, each found at least :data:`MIN_COUNT` times in that
-  knowledge base (a gloss or an archaic word is not).
+- it is one or two words of Bangla script, none a number word, each found at least
+  :data:`MIN_COUNT` times in that knowledge base (a gloss or an archaic word is not).
 
 Of 15 questions of Haque 2020 rewritten by the rule before the name filter, about three in
 five read right (``অনুমতি`` -> ``অনুমোদন``, ``বিদ্যালয়`` -> ``স্কুল``); the rest took another
@@ -48,8 +48,9 @@ MIN_CHARS = 3
 """Shortest headword and synonym, in characters (``যে``, ``চার`` are function words or
 homonyms)."""
 NUMBER_WORDS = ("এক", "দুই", "দু", "তিন", "চার", "পাঁচ", "ছয়", "সাত", "আট", "নয়", "দশ", "শত", "হাজার")
-"""Headwords that begin with a number word are never replaced: the dictionary gives a count
-word for them (``পাঁচজন`` -> ``লোকজন``), and a question's number is often what it asks about."""
+"""A headword that begins with a number word is never replaced (the dictionary gives a count
+word for it: ``পাঁচজন`` -> ``লোকজন``), nor is a word replaced by a synonym holding one (``মিনিট``
+next to ``এক`` became ``এক এক ঘণ্টার``): a question's number is often what it asks about."""
 PARTS_OF_SPEECH = ("বিশেষ্য", "বিশেষণ")
 """Noun and adjective: verbs inflect, and their dictionary form is not the form in a question."""
 
@@ -101,17 +102,19 @@ def synonym_table(
         KBQAError: The dictionary is missing or is not such a file.
     """
     common = {w for w, _ in Counter(counts).most_common(COMMON_WORDS)} | set(names)
-    db = path or dictionary_path()
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+    db = Path(path or dictionary_path())
+    if not db.is_file():
+        raise KBQAError(f"{db} is not a dictionary of the shobdo package: no such file")
+    try:  # a file: URI, so a path holding ?, # or % is read as a path, read-only
+        with sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True) as conn:
             rows = conn.execute("SELECT word, part_of_speech, meanings FROM words").fetchall()
     except sqlite3.Error as exc:
         raise KBQAError(f"{db} is not a dictionary of the shobdo package: {exc}") from None
     table: dict[str, list[str]] = {}
     for word, pos, meanings in rows:
-        if pos not in PARTS_OF_SPEECH or len(word) < MIN_CHARS or word in common:
-            continue
-        if word.startswith(NUMBER_WORDS):
+        if not isinstance(word, str) or pos not in PARTS_OF_SPEECH or word in common:
+            continue  # a row without a word is skipped, as a verb is
+        if len(word) < MIN_CHARS or word.startswith(NUMBER_WORDS):
             continue
         first = _first_meaning(meanings)
         found = [s.strip() for s in regex.split(r"[;,]", first.split("।")[0])]
@@ -122,6 +125,7 @@ def synonym_table(
             and len(s) >= MIN_CHARS
             and _BANGLA_WORDS.match(s)
             and all(counts.get(w, 0) >= MIN_COUNT for w in s.split())
+            and not any(w.startswith(NUMBER_WORDS) for w in s.split())
         ]
         if kept:
             table[word] = list(dict.fromkeys(kept))

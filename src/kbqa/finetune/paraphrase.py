@@ -30,6 +30,7 @@ from functools import partial
 import regex
 
 from kbqa.answers.language import question_type
+from kbqa.finetune.synonyms import BANGLA_WORD
 
 _B, _E = r"(?<![\p{L}\p{M}])", r"(?![\p{L}\p{M}])"
 HONORIFIC_VERBS = {
@@ -141,9 +142,6 @@ def _register(q: str, rng: random.Random) -> str | None:
     return None
 
 
-_WORD_SPAN = regex.compile(r"[\p{Bengali}\p{M}]+")
-
-
 def _synonym(
     q: str, rng: random.Random, table: Mapping[str, list[str]] | None = None
 ) -> str | None:
@@ -157,7 +155,7 @@ def _synonym(
         found = table.get(word)
         return list(found) if isinstance(found, list | tuple) else []
 
-    spans = [m for m in _WORD_SPAN.finditer(q) if choices(m.group())]
+    spans = [m for m in BANGLA_WORD.finditer(q) if choices(m.group())]
     if not spans:
         return None
     m = rng.choice(spans)

@@ -55,7 +55,8 @@ PARTS_OF_SPEECH = ("বিশেষ্য", "বিশেষণ")
 """Noun and adjective: verbs inflect, and their dictionary form is not the form in a question."""
 
 _BANGLA_WORDS = regex.compile(r"^[\u0980-\u09FF]+(?: [\u0980-\u09FF]+)?$")
-_WORD = regex.compile(r"[\u0980-\u09FF]+")
+BANGLA_WORD = regex.compile(r"[\u0980-\u09FF]+")
+"""A Bangla word: a run of the Bengali block (letters, vowel signs, digits)."""
 
 
 def dictionary_path() -> Path:
@@ -80,7 +81,7 @@ def word_counts(texts: Iterable[str]) -> Counter[str]:
     """Occurrences of each Bangla word (a run of Bangla script) in ``texts``."""
     counts: Counter[str] = Counter()
     for text in texts:
-        counts.update(_WORD.findall(text))
+        counts.update(BANGLA_WORD.findall(text))
     return counts
 
 
@@ -101,7 +102,7 @@ def synonym_table(
     Raises:
         KBQAError: The dictionary is missing or is not such a file.
     """
-    common = {w for w, _ in Counter(counts).most_common(COMMON_WORDS)} | set(names)
+    left_alone = {w for w, _ in Counter(counts).most_common(COMMON_WORDS)} | set(names)
     db = Path(path or dictionary_path())
     if not db.is_file():
         raise KBQAError(f"{db} is not a dictionary of the shobdo package: no such file")
@@ -112,7 +113,7 @@ def synonym_table(
         raise KBQAError(f"{db} is not a dictionary of the shobdo package: {exc}") from None
     table: dict[str, list[str]] = {}
     for word, pos, meanings in rows:
-        if not isinstance(word, str) or pos not in PARTS_OF_SPEECH or word in common:
+        if not isinstance(word, str) or pos not in PARTS_OF_SPEECH or word in left_alone:
             continue  # a row without a word is skipped, as a verb is
         if len(word) < MIN_CHARS or word.startswith(NUMBER_WORDS):
             continue

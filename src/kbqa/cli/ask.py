@@ -154,9 +154,10 @@ def duration(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 0.1 else f"{seconds:.2f} s"
 
 
-PASSAGES_READ = "passages read (none holds the answer):"
+PASSAGES_READ = "passages read (no answer found in them):"
 """The heading of an abstention's passages in ``kbqa ask`` and ``kbqa chat`` (``sources:`` for an
-answer): they are where the reader looked, not a citation."""
+answer): they are where the reader looked, not a citation, and saying they hold no answer would
+be wrong when the reader missed one (a new user's finding)."""
 
 
 def print_answer(out: dict[str, Any], index_dir: str) -> None:

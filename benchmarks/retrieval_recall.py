@@ -101,7 +101,10 @@ def _name_dir(spec: str) -> tuple[str, str]:
 
 
 def _count(text: str) -> int:
-    n = int(text)
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if n < 0:
         raise argparse.ArgumentTypeError(f"{n} is negative (0 takes every question)")
     return n
@@ -126,6 +129,8 @@ def main() -> None:
     )
     args = ap.parse_args()
     indexes = dict(args.index)
+    if len(indexes) < len(args.index):
+        ap.error("two --index share a NAME: give each index its own")
     if unknown := [n for n in args.bm25_only if n not in indexes]:
         ap.error(f"--bm25-only {unknown[0]}: no --index is named so (named: {', '.join(indexes)})")
     try:

@@ -170,6 +170,7 @@ def test_ask_says_retrieval_found_nothing(tmp_path: Path) -> None:
     assert code == 0, text
     assert "why: retrieval found no passage for this question" in text
     assert "reader said" not in text  # the reader was not asked
+    assert "passages read: none" in text.splitlines()  # not an empty list under a heading
 
 
 def test_ask_json_holds_the_readers_answer_beside_the_final_one(tiny_index: Path) -> None:

@@ -265,6 +265,24 @@ def test_report_command_rewrites_report(tiny_index: Path, qa_file: Path, tmp_pat
     assert res.exit_code == 2 and "not an eval run directory" in res.output
 
 
+def test_report_never_rewrites_a_summary_from_fewer_records(
+    tiny_index: Path, qa_file: Path, tmp_path: Path
+) -> None:
+    """A break-it finding: ``eval report`` on an emptied records.jsonl replaced a summary of
+    every question by one of 0, with exit code 0."""
+    run_dir = tmp_path / "run"
+    evaluate_questions(load_questions(qa_file), fake_ctx(tiny_index), run_dir, progress=False)
+    summary = (run_dir / "summary.json").read_text()
+    records = run_dir / RECORDS_FILE
+    lines = records.read_text(encoding="utf-8").splitlines(keepends=True)
+    for kept in (lines[:1], []):
+        records.write_text("".join(kept), encoding="utf-8")
+        res = runner.invoke(app, ["eval", "report", str(run_dir)])
+        assert res.exit_code == 2, res.output
+        assert ("holds no record" if not kept else "not rewriting it from fewer") in res.output
+        assert (run_dir / "summary.json").read_text() == summary
+
+
 def test_generate_keeps_only_verbatim_answers(tiny_index: Path, tmp_path: Path) -> None:
     out = tmp_path / "gen.jsonl"
     # completion-style replies continue after "Question:"; only the long document's chunks are

@@ -179,3 +179,19 @@ def test_a_rule_that_can_do_nothing_says_so(
             progress=False,
         )  # fmt: skip
     assert "no synonym for this knowledge base" in caplog.text
+
+
+def test_second_break_it_findings() -> None:
+    """A set of synonyms was ignored and an int crashed the rule; one string given as the
+    rules or as the texts was read letter by letter."""
+    rng = random.Random(0)
+    table = {"বিদ্যালয়": {"স্কুল"}, "রাজধানী": ["কেন্দ্র", 7]}
+    assert paraphrase("বিদ্যালয় কোথায়?", rng, ("synonym",), table)[0] == "স্কুল কোথায়?"  # type: ignore[arg-type]
+    assert paraphrase("রাজধানী কোথায়?", rng, ("synonym",), table)[0] == "কেন্দ্র কোথায়?"  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tuple of rule names"):
+        paraphrase("রাজধানী কোথায়?", rng, "ki")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not one string"):
+        syn.word_counts("আমি ভাত খাই")
+    with pytest.raises(TypeError, match="NoneType"):
+        syn.word_counts([None])  # type: ignore[list-item]
+    assert syn.word_counts(["আমি ভাত খাই, আমি"]) == Counter({"আমি": 2, "ভাত": 1, "খাই": 1})

@@ -73,6 +73,8 @@ def test_one_question_and_yes_no_golds_print_rows(
         (["--index", "t=/nonexistent/index"], "index not found"),
         (["--index", "t={tiny}", "--bm25-only", "u"], "no --index is named so"),
         (["--index", "t={tiny}", "--n", "-1"], "is negative"),
+        (["--index", "t={tiny}", "--n", "abc"], "is not a whole number"),
+        (["--index", "t={tiny}", "--index", "t={tiny}"], "share a NAME"),
         (["--index", "t={tiny}", "--questions", "{unanswerable}"], "no answerable question"),
         (["--index", "t={tiny}", "--questions", "{missing}"], "missing.jsonl"),
     ],

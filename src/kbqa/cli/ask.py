@@ -170,7 +170,10 @@ def print_answer(out: dict[str, Any], index_dir: str) -> None:
         if note:
             typer.echo(note)
     # an abstention cites nothing: its passages are where the reader looked
-    typer.echo(PASSAGES_READ if out.get("abstained") else "sources:")
+    if out.get("abstained") and not out.get("sources"):
+        typer.echo("passages read: none")
+    else:
+        typer.echo(PASSAGES_READ if out.get("abstained") else "sources:")
     for i, src in enumerate(out.get("sources", []), start=1):
         where = f" <{escape_controls(src['url'])}>" if src["url"] else ""
         doc = escape_controls(src["doc_id"])  # a file name may hold a newline

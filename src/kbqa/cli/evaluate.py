@@ -4,6 +4,7 @@ report (``eval report``), or draft questions from an index (``eval generate``)."
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typer.core import TyperGroup
 from kbqa.cli.app import app, fail
 from kbqa.cli.ask import make_context, out_of_memory, warn_fallback_unavailable
 from kbqa.cli.settings import context_options, option_args
-from kbqa.errors import KBQAError, ModelError
+from kbqa.errors import InputError, KBQAError, ModelError
 
 if TYPE_CHECKING:
     from kbqa.context import Context
@@ -345,6 +346,29 @@ def _interrupted(exc: BaseException, run_dir: Path, n_questions: int) -> NoRetur
     os._exit(exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 130)
 
 
+def _check_records_kept(run_dir: Path, n_records: int) -> None:
+    """Refuse to rewrite a summary from fewer records than it counted (an emptied or cut
+    ``records.jsonl``: a break-it finding, where ``eval report`` replaced a 3-question summary
+    by one of 0).
+
+    Raises:
+        InputError: No record, or fewer than ``summary.json`` counted.
+    """
+    summary = run_dir / "summary.json"
+    try:
+        counted = json.loads(summary.read_text(encoding="utf-8")).get("questions")
+    except (OSError, ValueError, AttributeError):
+        counted = None
+    if n_records == 0:
+        raise InputError(f"{run_dir / 'records.jsonl'} holds no record: nothing to report")
+    if isinstance(counted, int) and n_records < counted:
+        raise InputError(
+            f"{run_dir / 'records.jsonl'} holds {n_records} records but {summary} counted "
+            f"{counted}: not rewriting it from fewer (run `kbqa eval` with the same --out to "
+            "finish the run)"
+        )
+
+
 @eval_app.command("report")
 def eval_report(
     run_dir: Annotated[Path, typer.Argument(help="Run directory written by `kbqa eval`.")],
@@ -360,6 +384,7 @@ def eval_report(
             path = write_report(run_dir, [], {}, plots=plots)  # a --models parent directory
         else:
             run = load_run(run_dir)
+            _check_records_kept(run_dir, len(run.records))
             if not run.summary.get("partial"):
                 write_json(run_dir / "summary.json", run.summary)
             path = write_report(run_dir, run.records, run.summary, plots=plots)

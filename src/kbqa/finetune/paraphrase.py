@@ -24,7 +24,8 @@ so a run made with the defaults builds the same examples as before they existed:
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from functools import partial
 
 import regex
@@ -151,9 +152,12 @@ def _synonym(
     if not table:
         return None
 
-    def choices(word: str) -> list[str]:  # a headword without a list of synonyms has none
+    def choices(word: str) -> list[str]:  # the word's synonyms that are strings
         found = table.get(word)
-        return list(found) if isinstance(found, list | tuple) else []
+        if isinstance(found, str) or not isinstance(found, Iterable):
+            return []
+        kept = [s for s in found if isinstance(s, str) and s]
+        return sorted(kept) if isinstance(found, AbstractSet) else kept  # a set: a fixed order
 
     spans = [m for m in BANGLA_WORD.finditer(q) if choices(m.group())]
     if not spans:
@@ -197,7 +201,10 @@ def paraphrase(
 
     Raises:
         KeyError: A rule name that is not in :data:`ALL_RULES`.
+        TypeError: ``question`` is not a string, or ``rules`` is one string.
     """
+    if not isinstance(question, str) or isinstance(rules, str):
+        raise TypeError("paraphrase takes a question string and a tuple of rule names")
     q = " ".join(question.split())
     chosen_rules = {
         name: partial(_synonym, table=synonyms) if name == "synonym" else ALL_RULES[name]

@@ -78,9 +78,17 @@ def dictionary_path() -> Path:
 
 
 def word_counts(texts: Iterable[str]) -> Counter[str]:
-    """Occurrences of each Bangla word (a run of Bangla script) in ``texts``."""
+    """Occurrences of each Bangla word (a run of Bangla script) in ``texts``.
+
+    Raises:
+        TypeError: ``texts`` is one string (its letters would be counted), or holds a non-string.
+    """
+    if isinstance(texts, str):
+        raise TypeError("word_counts takes an iterable of texts, not one string")
     counts: Counter[str] = Counter()
     for text in texts:
+        if not isinstance(text, str):
+            raise TypeError(f"word_counts: a text is {type(text).__name__}, not a string")
         counts.update(BANGLA_WORD.findall(text))
     return counts
 

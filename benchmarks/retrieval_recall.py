@@ -164,7 +164,7 @@ def run(args: argparse.Namespace, indexes: dict[str, str]) -> None:
             f"seed {args.seed}): nothing to measure recall on"
         )
     print(f"{args.questions}: {len(questions)} answerable questions ({which} {args.n}, seed "
-          f"{args.seed}); fusion BM25 0.65 / dense 0.35")  # fmt: skip
+          f"{args.seed}); fusion BM25 0.65 / dense 0.35 where an index has a dense part")  # fmt: skip
     first = next(iter(indexes.values()))
     share, counted = answer_ceiling(first, questions)
     if counted:

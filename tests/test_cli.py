@@ -219,6 +219,8 @@ def test_bm25_first_index_answers_then_continues(tmp_path: Path, kb_file: Path) 
     code, text = run("ask", "What is the capital of France?", "--index", str(out), "--no-llm")
     assert code == 0, text
     assert "retrieval: BM25 only" in text and "Paris" in text
+    # no model read it: the time line names the extractor, not an LLM
+    assert ", extractor " in text and "llm " not in text and "loading index)" in text
     code, text = run("index", "--continue", "--out", str(out))
     assert code == 0 and "dense part added" in text, text
     code, text = run("ask", "What is the capital of France?", "--index", str(out), "--no-llm")

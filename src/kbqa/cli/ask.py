@@ -137,10 +137,12 @@ def ask(
         typer.echo("timings:")
         for t in out.get("timings", []):
             typer.echo(f"  {t['node']:<17} {t['seconds']:.3f} s")
+    # --no-llm reads with the pattern extractor: no model is loaded or called
+    reading, loaded = ("llm", "index and model") if ctx.use_llm else ("extractor", "index")
     typer.echo(
         f"time: retrieval {duration(_seconds(out, 'retrieve', 'retry'))}, "
-        f"llm {duration(_seconds(out, 'generate', 'verify', 'fallback', 'web_search'))}, "
-        f"total {duration(total_s)} (+ {load_s:.1f} s loading index and model)"
+        f"{reading} {duration(_seconds(out, 'generate', 'verify', 'fallback', 'web_search'))}, "
+        f"total {duration(total_s)} (+ {load_s:.1f} s loading {loaded})"
     )
 
 

@@ -195,3 +195,20 @@ def test_second_break_it_findings() -> None:
     with pytest.raises(TypeError, match="NoneType"):
         syn.word_counts([None])  # type: ignore[list-item]
     assert syn.word_counts(["আমি ভাত খাই, আমি"]) == Counter({"আমি": 2, "ভাত": 1, "খাই": 1})
+
+
+def test_third_break_it_findings() -> None:
+    """A whitespace synonym put a line break in the question and reported success; a list given
+    as the table failed with an AttributeError."""
+    rng = random.Random(0)
+    blank = {"রাজধানী": [" ", "\n"]}
+    assert paraphrase("বাংলাদেশের রাজধানী কী?", rng, ("synonym",), blank) == (
+        "বাংলাদেশের রাজধানী কী?",
+        [],
+    )
+    spaced = {"রাজধানী": ["  প্রধান\tশহর "]}
+    assert paraphrase("বাংলাদেশের রাজধানী কী?", rng, ("synonym",), spaced)[0] == (
+        "বাংলাদেশের প্রধান শহর কী?"
+    )
+    with pytest.raises(TypeError, match="synonyms must map"):
+        paraphrase("রাজধানী কোথায়?", rng, ("synonym",), ["রাজধানী"])  # type: ignore[arg-type]

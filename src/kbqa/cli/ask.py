@@ -139,9 +139,10 @@ def ask(
             typer.echo(f"  {t['node']:<17} {t['seconds']:.3f} s")
     # --no-llm reads with the pattern extractor: no model is loaded or called
     reading, loaded = ("llm", "index and model") if ctx.use_llm else ("extractor", "index")
+    read_s = _seconds(out, "generate", "extract", "verify", "fallback", "web_search")
     typer.echo(
         f"time: retrieval {duration(_seconds(out, 'retrieve', 'retry'))}, "
-        f"{reading} {duration(_seconds(out, 'generate', 'verify', 'fallback', 'web_search'))}, "
+        f"{reading} {duration(read_s)}, "
         f"total {duration(total_s)} (+ {load_s:.1f} s loading {loaded})"
     )
 

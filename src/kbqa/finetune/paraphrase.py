@@ -156,7 +156,7 @@ def _synonym(
         found = table.get(word)
         if isinstance(found, str) or not isinstance(found, Iterable):
             return []
-        kept = [s for s in found if isinstance(s, str) and s]
+        kept = [" ".join(s.split()) for s in found if isinstance(s, str) and s.strip()]
         return sorted(kept) if isinstance(found, AbstractSet) else kept  # a set: a fixed order
 
     spans = [m for m in BANGLA_WORD.finditer(q) if choices(m.group())]
@@ -201,10 +201,15 @@ def paraphrase(
 
     Raises:
         KeyError: A rule name that is not in :data:`ALL_RULES`.
-        TypeError: ``question`` is not a string, or ``rules`` is one string.
+        TypeError: ``question`` is not a string, ``rules`` is one string, or ``synonyms`` is
+            not a mapping.
     """
     if not isinstance(question, str) or isinstance(rules, str):
         raise TypeError("paraphrase takes a question string and a tuple of rule names")
+    if synonyms is not None and not isinstance(synonyms, Mapping):
+        raise TypeError(
+            f"synonyms must map a headword to its synonyms, got {type(synonyms).__name__}"
+        )
     q = " ".join(question.split())
     chosen_rules = {
         name: partial(_synonym, table=synonyms) if name == "synonym" else ALL_RULES[name]

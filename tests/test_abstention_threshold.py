@@ -212,6 +212,8 @@ def test_the_real_reader_at_threshold_1_never_abstains_by_itself() -> None:
         assert ABSTENTION_PHRASE.lower() not in reading.raw.lower(), (question, reading.raw)
         # nor an empty reply: it answers, and finalize's grounding judges that answer
         assert not judge(reading.raw, question, ABSTENTION_PHRASE)[1], (question, reading.raw)
+        # with a word of the passage, not a sign spelt byte by byte (` ॰` once)
+        assert any(ch.isalnum() for ch in reading.raw), (question, reading.raw)
         p = reading.abstention_probability
         assert p is not None and 0.0 <= p < 1.0
     assert abstained_alone >= 2  # the cases test something: the reader does abstain on them

@@ -112,7 +112,7 @@ def test_real_gemma_streams_tokens(bangla_slice: tuple[Path, Path]) -> None:
 def test_the_recorded_abstention_probability_is_what_the_threshold_decides(
     bangla_slice: tuple[Path, Path],
 ) -> None:
-    """The shipped reader (threshold 0.5) records the first token's abstention probability;
+    """The shipped reader records the first token's abstention probability;
     a threshold at or below it starts the phrase, one above it cannot: what
     ``benchmarks/threshold_replay.py`` relies on."""
     from kbqa.graph import graph

@@ -13,7 +13,7 @@ from kbqa.answers.reading import generate_answer
 from kbqa.answers.snap import complete_last_word, ground_answer, grounded, snap_to_span
 from kbqa.context import Context
 from kbqa.llm.fake import ScriptedChatModel
-from kbqa.llm.grounding import SpanConstraint
+from kbqa.llm.grounding import SpanConstraint, word_starts
 from kbqa.prompts import ABSTENTION_PHRASE, Passage
 
 TOKENS = {
@@ -94,6 +94,46 @@ def test_a_span_starts_at_a_character_not_inside_one() -> None:
     scores = np.array([-10.0, 9.0, 10.0, 5.0, -20.0], dtype=np.float32)  # 0x9f, space, then a span
     assert int(np.argmax(c(np.array([99, 98]), scores))) == 1
     assert int(np.argmax(c(np.array([99, 98, 1]), scores))) == 3
+
+
+def test_a_span_starts_at_a_word_not_at_other_punctuation_nor_inside_a_word() -> None:
+    """The tuned reader, denied the abstention phrase, spelt a danda's first two bytes (in the
+    context: the danda) and then, the danda denied too, bytes that are no text until its token
+    limit; another time it began inside a word (``ঙ্গার`` of ``গঙ্গার``)."""
+    text = "পদ্মা গঙ্গার শাখা। (১৯৭১) Paris-Orly"
+    danda = "।".encode()
+    pieces = [b"", b" ", danda[:1], danda[:2], "ঙ্গার".encode(), " গঙ্গার".encode(), "১৯৭১".encode(),
+              b"Orly", b"-", b"(", " শাখা".encode(), "প".encode()[:2], b"ris"]  # fmt: skip
+    c = SpanConstraint(pieces.__getitem__, [text], [ABSTENTION_PHRASE], prompt_tokens=2,
+                       end_tokens=[0])  # fmt: skip
+    for so_far, token in [(b" ", 3), (b"", 4), (b" ", 4), (b"", 8), (b"", 12)]:
+        assert not c.allowed(so_far, token), (so_far, pieces[token])
+    for so_far, token in [
+        (b" ", 2),
+        (b" ", 5),
+        (b"", 6),
+        (b"", 7),
+        (b" ", 11),
+        (b"", 1),
+        (b" ", 9),
+    ]:  # fmt: skip  (a bracket or a quote before a word may open)
+        assert c.allowed(so_far, token), (so_far, pieces[token])
+    assert c.allowed(" গঙ্গার".encode(), 10)  # once begun, the span goes on across words
+    assert c.allowed(b" Pa", 12)  # and inside them
+    assert c.allowed(b"", 2) and not c.allowed(b"", 3)  # a cut-off first character: whose?
+    # the danda path, as the reader took it: after the space it is refused, a word is taken
+    scores = np.full(len(pieces), -10.0, dtype=np.float32)
+    scores[[3, 5]] = [9.0, 2.0]
+    assert int(np.argmax(c(np.array([99, 98, 1]), scores))) == 5
+
+
+def test_word_starts_are_byte_offsets_of_words() -> None:
+    context = "ঢাকা (১৯৭১), the Seine's bank, ‘পেরিপ্লাস’ 'পালা".encode()
+    starts = word_starts(context)
+    found = sorted(i for offsets in starts.values() for i in offsets)
+    words = [context[i:].decode()[:4] for i in found]
+    assert words == ["ঢাকা", "(১৯৭", "১৯৭১", "the ", "Sein", "'s b", "s ba", "bank", "‘পের",
+                     "পেরি", "'পাল", "পালা"]  # fmt: skip
 
 
 @pytest.mark.parametrize(

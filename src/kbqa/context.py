@@ -194,11 +194,14 @@ class Context:
     )
     abstention_phrase: str = field(
         default=ABSTENTION_PHRASE,
-        metadata={"description": "Answer given when the KB lacks it (Bangla and other questions)."},
+        metadata={"description": "Answer given to a Bangla question when the KB lacks it."},
     )
     abstention_phrase_en: str = field(
         default=ABSTENTION_PHRASE_EN,
-        metadata={"description": "Answer given to an English question when the KB lacks it."},
+        metadata={
+            "description": "Answer given to a question not in Bangla (English or another "
+            "language) when the KB lacks it."
+        },
     )
     n_ctx: int = field(default=4096, metadata={"description": "LLM context window in tokens."})
     max_answer_tokens: int = field(
@@ -373,8 +376,9 @@ class Context:
         return f"model {self.model} (English: {f'{model} + {adapter}' if adapter else model})"
 
     def abstention_for(self, language: str | None) -> str:
-        """The abstention answer for a question in ``language`` (``en``: ``abstention_phrase_en``,
-        else ``abstention_phrase``)."""
+        """The abstention answer for a question in ``language`` (``en``, which
+        :func:`~kbqa.answers.language.detect_language` returns for every question not in Bangla:
+        ``abstention_phrase_en``; else ``abstention_phrase``)."""
         return self.abstention_phrase_en if language == "en" else self.abstention_phrase
 
     @classmethod

@@ -14,6 +14,7 @@ Two ways, selected by ``Context.grounding``:
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -35,8 +36,45 @@ WIDE_CANDIDATES = 4096
 :data:`TOP_CANDIDATES` is allowed (a few milliseconds of byte search)."""
 
 
+def opens_answer(ch: str) -> bool:
+    """May an answer span begin with character ``ch``? A letter, a digit or a currency sign;
+    not punctuation (a danda alone is an empty answer) nor a combining mark (the middle of a
+    Bangla syllable)."""
+    category = unicodedata.category(ch)
+    return category[0] in "LN" or category == "Sc"
+
+
+def opening_mark(ch: str) -> bool:
+    """Is ``ch`` a quotation mark or an opening bracket, which an answer may keep before its
+    first word (the reader's token is often ``‘পে`` or ``'পা``)?"""
+    return unicodedata.category(ch) in ("Ps", "Pi") or ch in "\"'"
+
+
+def word_starts(context: bytes) -> dict[bytes, list[int]]:
+    """Byte offsets in ``context`` (UTF-8) where an answer span may begin, keyed by their first
+    three bytes: a character that :func:`opens_answer` and is not inside a word (the character
+    before it is not a letter, digit or mark), or a quotation mark or opening bracket
+    (:func:`opening_mark`) just before such a character."""
+    starts: dict[bytes, list[int]] = {}
+    offset, previous = 0, ""
+    for ch in context.decode("utf-8", "replace"):
+        size = len(ch.encode("utf-8"))
+        if opens_answer(ch) and not (previous and unicodedata.category(previous)[0] in "LNM"):
+            begin = offset - len(previous.encode("utf-8"))
+            for start in ([begin] if previous and opening_mark(previous) else []) + [offset]:
+                starts.setdefault(context[start : start + 3], []).append(start)
+        offset, previous = offset + size, ch
+    return starts
+
+
 class SpanConstraint:
     """Mask next tokens so the generated answer stays a span of the context.
+
+    A span begins at the start of a word (:func:`word_starts`, after one lead-in space), or at
+    a quotation mark or bracket before one: not at other punctuation and not inside a word. The
+    tuned reader, denied the abstention phrase, once spelt a danda's first two bytes and, the
+    danda itself denied, wrote bytes that are no text until its token limit; another time it
+    began inside a word (``ঙ্গার`` of ``গঙ্গার``).
 
     Args:
         token_bytes: Maps a token id to its text as bytes (``Llama.detokenize([id])``).
@@ -67,6 +105,13 @@ class SpanConstraint:
         self.end_tokens = set(end_tokens)
         self.top_n = top_n
         self.masked_steps = 0
+        self._whole = b"\n".join([self.context, *self.fixed])  # where a span may be copied from
+        self._starts = word_starts(self.context)
+        offset = len(self.context) + 1
+        for answer in self.fixed:  # a fixed answer is a whole text a span may begin
+            self._starts.setdefault(answer[:3], []).append(offset)
+            offset += len(answer) + 1
+        self._short = {key[:n] for key in self._starts for n in (1, 2) if n <= len(key)}
 
     def text_of(self, token: int) -> bytes:
         """A token's bytes (cached)."""
@@ -84,9 +129,9 @@ class SpanConstraint:
         text = (so_far + piece).lstrip()
         if not text:  # one lead-in (a lone space before a number); more is no answer
             return not so_far
-        if 0x80 <= text[0] <= 0xBF:  # a UTF-8 continuation byte: a span starts at a character
-            return False
-        return text in self.context or any(f.startswith(text) for f in self.fixed)
+        if len(text) < 3:  # part of a word's first character (or a short word)
+            return text in self._short
+        return any(self._whole.startswith(text, i) for i in self._starts.get(text[:3], ()))
 
     def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         so_far = b"".join(self.text_of(int(t)) for t in input_ids[self.prompt_tokens :])

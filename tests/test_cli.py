@@ -147,6 +147,28 @@ def test_an_abstention_lists_the_passages_read_not_sources(tiny_index: Path) -> 
     assert "sources:" in answered.splitlines() and "passages read" not in answered
 
 
+def test_an_abstention_lists_every_passage_read_apart(tiny_index: Path) -> None:
+    """A new user's finding (2026-12-07): under ``--reading each`` an abstention listed the
+    first hit only, though every hit had been read and none answered."""
+    question = "বাংলাদেশের রাজধানী কোথায়?"
+    args = ("--cross-check", "off", "--max-retries", "0", "--stop-reading-below", "0")
+    code, text = run_fake("ask", question, tiny_index, *args, "--json")
+    assert code == 0, text
+    out = json.loads(text[text.index("{") :])  # after the web-search note (on stderr)
+    read = {c for r in out["readings"] for c in r["chunk_ids"]}
+    assert out["abstained"] and len(out["readings"]) >= 2, out["readings"]
+    shown = [s["chunk_id"] for s in out["sources"]]
+    assert len(shown) >= 2 and set(shown) <= read, (shown, read)
+    hits = {r["chunk_id"] for r in out["retrieved"] if not r["is_padding"]}
+    assert set(shown) == read & hits
+    code, text = run_fake("ask", question, tiny_index, *args)
+    lines = text.splitlines()
+    at = lines.index("passages read (no answer found in them):")
+    assert [line[:5] for line in lines[at + 1 : at + 1 + len(shown)]] == [
+        f"  [{i}]" for i in range(1, len(shown) + 1)
+    ], text
+
+
 @pytest.mark.parametrize(
     ("seconds", "shown"),
     [(0.00042, "0.4 ms"), (0.0999, "99.9 ms"), (0.1, "0.10 s"), (2.5, "2.50 s")],

@@ -127,13 +127,44 @@ def test_a_span_starts_at_a_word_not_at_other_punctuation_nor_inside_a_word() ->
     assert int(np.argmax(c(np.array([99, 98, 1]), scores))) == 5
 
 
+def test_an_answer_ends_only_once_it_holds_a_word() -> None:
+    """A break-it finding: the end was allowed after a lone quote, bracket, currency sign or
+    the first byte of a character (where no abstention threshold masks it)."""
+    text = "একে “খান” বলা হয় (বাহাটেপাক) ৳১৫১.৫"
+    pieces = [b"", "“".encode(), b"(", "৳".encode(), "খ".encode()[:1], "খান".encode(), b"\n"]
+    c = SpanConstraint(pieces.__getitem__, [text], [], prompt_tokens=2, end_tokens=[0])
+    for so_far in (b"", b" ", "“".encode(), b"(", "৳".encode(), "খ".encode()[:1]):
+        assert not c.allowed(so_far, 0) and not c.allowed(so_far, 6), so_far
+    assert c.allowed("“খান".encode(), 0) and c.allowed("৳১৫১".encode(), 6)
+    scores = np.array([9.0, -5.0, -5.0, -5.0, -5.0, 1.0, 8.0], dtype=np.float32)
+    assert int(np.argmax(c(np.array([99, 98, 1]), scores))) == 5  # after “ the word, not the end
+
+
+def test_a_passage_with_a_lone_surrogate_is_read() -> None:
+    c = SpanConstraint(lambda t: b"abc", ["\ud800abc"], [], prompt_tokens=0, end_tokens=[])
+    assert c.allowed(b"", 0)
+
+
 def test_word_starts_are_byte_offsets_of_words() -> None:
-    context = "ঢাকা (১৯৭১), the Seine's bank, ‘পেরিপ্লাস’ 'পালা".encode()
+    context = "ঢাকা (১৯৭১), the Seine's bank, ‘পেরিপ্লাস’ 'পালা O'Brien var_x মিল্\u200cস".encode()
     starts = word_starts(context)
     found = sorted(i for offsets in starts.values() for i in offsets)
     words = [context[i:].decode()[:4] for i in found]
-    assert words == ["ঢাকা", "(১৯৭", "১৯৭১", "the ", "Sein", "'s b", "s ba", "bank", "‘পের",
-                     "পেরি", "'পাল", "পালা"]  # fmt: skip
+    assert words == [
+        "ঢাকা",
+        "(১৯৭",
+        "১৯৭১",
+        "the ",
+        "Sein",
+        "bank",
+        "‘পের",
+        "পেরি",
+        "'পাল",
+        "পালা",
+        "O'Br",
+        "var_",
+        "মিল্",
+    ]  # fmt: skip  (nothing inside a word)
 
 
 @pytest.mark.parametrize(

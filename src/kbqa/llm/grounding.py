@@ -50,21 +50,38 @@ def opening_mark(ch: str) -> bool:
     return unicodedata.category(ch) in ("Ps", "Pi") or ch in "\"'"
 
 
+def in_word(ch: str) -> bool:
+    """Does a letter after ``ch`` go on the same word? After a letter, digit or mark, and after
+    a joiner or other format character (ZWNJ and ZWJ inside Bangla words, ``নেদারল্যান্ড্‌স``; a
+    soft hyphen) or a connector (``_``)."""
+    category = unicodedata.category(ch)
+    return category[0] in "LNM" or category in ("Cf", "Pc")
+
+
 def word_starts(context: bytes) -> dict[bytes, list[int]]:
     """Byte offsets in ``context`` (UTF-8) where an answer span may begin, keyed by their first
     three bytes: a character that :func:`opens_answer` and is not inside a word (the character
-    before it is not a letter, digit or mark), or a quotation mark or opening bracket
-    (:func:`opening_mark`) just before such a character."""
+    before it is not :func:`in_word`), or a quotation mark or opening bracket
+    (:func:`opening_mark`) just before such a character and not itself inside a word (an
+    apostrophe between letters, ``People's``, ``O'Brien``, opens nothing)."""
     starts: dict[bytes, list[int]] = {}
-    offset, previous = 0, ""
+    offset, previous, before = 0, "", ""
     for ch in context.decode("utf-8", "replace"):
         size = len(ch.encode("utf-8"))
-        if opens_answer(ch) and not (previous and unicodedata.category(previous)[0] in "LNM"):
+        after_word = bool(before) and in_word(before)
+        inside = bool(previous) and (in_word(previous) or (previous in "'’" and after_word))
+        if opens_answer(ch) and not inside:  # (an apostrophe between letters: O'Brien)
             begin = offset - len(previous.encode("utf-8"))
-            for start in ([begin] if previous and opening_mark(previous) else []) + [offset]:
+            marked = previous and opening_mark(previous) and not after_word
+            for start in ([begin] if marked else []) + [offset]:
                 starts.setdefault(context[start : start + 3], []).append(start)
-        offset, previous = offset + size, ch
+        offset, previous, before = offset + size, ch, previous
     return starts
+
+
+def has_word(answer: bytes) -> bool:
+    """Does ``answer`` (UTF-8, maybe cut off) hold a whole letter or digit?"""
+    return any(ch.isalnum() for ch in answer.decode("utf-8", "ignore"))
 
 
 class SpanConstraint:
@@ -99,8 +116,9 @@ class SpanConstraint:
     ) -> None:
         self._bytes = token_bytes
         self._cache: dict[int, bytes] = {}
-        self.context = "\n".join(contexts).encode("utf-8")
-        self.fixed = [f.encode("utf-8") for f in fixed if f]
+        # "replace": a lone surrogate (a bad JSON escape in a passage) is no reason to fail
+        self.context = "\n".join(contexts).encode("utf-8", "replace")
+        self.fixed = [f.encode("utf-8", "replace") for f in fixed if f]
         self.prompt_tokens = prompt_tokens
         self.end_tokens = set(end_tokens)
         self.top_n = top_n
@@ -121,16 +139,18 @@ class SpanConstraint:
 
     def allowed(self, so_far: bytes, token: int) -> bool:
         """May ``token`` follow the answer bytes ``so_far``?"""
-        if token in self.end_tokens:
-            return bool(so_far.strip())
+        if token in self.end_tokens:  # an answer ends once it holds a word, not at a quote
+            return has_word(so_far)
         piece = self.text_of(token)
-        if so_far.strip() and piece[:1] == b"\n":  # a line break ends the answer (stop sequence)
+        if piece[:1] == b"\n" and has_word(so_far):  # a line break ends it (a stop sequence)
             return True
         text = (so_far + piece).lstrip()
-        if not text:  # one lead-in (a lone space before a number); more is no answer
-            return not so_far
+        if not text:  # one lead-in (a lone space before a number); more, or a line break (the
+            return not so_far and b"\n" not in piece  # stop sequence), is no answer
         if len(text) < 3:  # part of a word's first character (or a short word)
             return text in self._short
+        if text not in self._whole:  # one fast search rules out most candidates
+            return False
         return any(self._whole.startswith(text, i) for i in self._starts.get(text[:3], ()))
 
     def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -139,7 +159,7 @@ class SpanConstraint:
         best = np.argpartition(-scores, n - 1)[:n]
         best = best[np.argsort(-scores[best])]
         keep = [int(t) for t in best if np.isfinite(scores[t]) and self.allowed(so_far, int(t))]
-        if not keep and not so_far.strip():  # no answer yet: look further before giving up
+        if not keep and not has_word(so_far):  # no word yet: look further before giving up
             keep = self._first_allowed(so_far, scores)
         if not keep:  # nothing in reach continues a span: end the answer here
             keep = [t for t in sorted(self.end_tokens) if np.isfinite(scores[t])]

@@ -4,10 +4,10 @@ Two ways, selected by ``Context.grounding``:
 
 - ``constrained``: :class:`SpanConstraint`, a llama.cpp logits processor. At each step it walks
   the reader's best next tokens (by logit) and keeps only those whose text continues the answer
-  so far as a byte substring of the context, or as a prefix of an allowed fixed answer; every
-  other token is masked. Matching is on bytes, not token ids, because a Bangla word inside the
-  context is often tokenised with its case ending attached (``বুড়িগঙ্গার``), while the answer
-  wants the bare stem.
+  so far as a byte substring of the context that begins at a word (:func:`word_starts`), or as
+  a prefix of an allowed fixed answer; every other token is masked. Matching is on bytes, not
+  token ids, because a Bangla word inside the context is often tokenised with its case ending
+  attached (``বুড়িগঙ্গার``), while the answer wants the bare stem.
 - ``snap``: free decoding, then :func:`kbqa.answers.snap.snap_to_span` replaces an answer that
   is not in the context by the most similar context span.
 """

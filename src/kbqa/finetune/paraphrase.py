@@ -200,7 +200,8 @@ def paraphrase(
         rule applies.
 
     Raises:
-        KeyError: A rule name that is not in :data:`ALL_RULES`.
+        ValueError: A rule name that is not in :data:`ALL_RULES` (the message names it and
+            the known rules).
         TypeError: ``question`` is not a string, ``rules`` is one string, or ``synonyms`` is
             not a mapping.
     """
@@ -209,6 +210,12 @@ def paraphrase(
     if synonyms is not None and not isinstance(synonyms, Mapping):
         raise TypeError(
             f"synonyms must map a headword to its synonyms, got {type(synonyms).__name__}"
+        )
+    unknown = [name for name in rules if name not in ALL_RULES]
+    if unknown:
+        raise ValueError(
+            f"unknown paraphrase rule(s) {', '.join(map(repr, unknown))}; "
+            f"known: {', '.join(ALL_RULES)}"
         )
     q = " ".join(question.split())
     chosen_rules = {

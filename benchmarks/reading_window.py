@@ -1,0 +1,139 @@
+"""Does the reader abstain less on a short window around the answer than on the passage it read?
+
+A diagnostic for a run of the graph (``kbqa eval --out RUN``; ``records.jsonl`` with
+``readings``). For each answerable question whose gold answer is in a passage the graph read
+(the first reading whose chunks hold it), the served reader reads the same question three ways:
+
+- ``full``: that reading's chunks, as the graph read them;
+- ``oracle window``: the sentence holding the gold answer with one sentence either side (the
+  gold is used to find it: an upper bound of what a window can do; skipped when no one sentence
+  holds the answer);
+- ``lexical window``: the sentence sharing the most words with the question, with one sentence
+  either side (no gold used).
+
+Each reading goes through :func:`kbqa.answers.reading.generate_answer` (the serving prompt,
+budget and grounding) and the abstention check, abstaining at ``--threshold`` as the graph does.
+Prints, per run and way: questions, share abstained, median abstention probability and answer
+token F1 (an abstention scores 0). Asserts nothing.
+
+    python benchmarks/reading_window.py --index /tmp/bn-idx \\
+        runs/acceptance/fin/natural runs/acceptance/fin/banglarqa-s0:80
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from kbqa.answers.abstention import judge
+from kbqa.answers.language import detect_language, question_type
+from kbqa.answers.reading import generate_answer
+from kbqa.context import Context
+from kbqa.evals.metrics import answer_in_context, max_over_golds, token_f1
+from kbqa.llm.models import load_chat_model
+from kbqa.prompts import Passage
+from kbqa.resources import load_retriever
+from kbqa.retrieval.rerank import split_sentences
+
+WORD = regex.compile(r"\w+")
+
+
+def window(sentences: list[str], i: int, n: int = 1) -> str:
+    """Sentence ``i`` with ``n`` sentences either side, joined by spaces."""
+    return " ".join(sentences[max(0, i - n) : i + n + 1])
+
+
+def ways(index: Any, record: dict[str, Any]) -> dict[str, list[tuple[int, Passage]]] | None:
+    """The three contexts of one record (see the module docstring), or None when the graph read
+    no passage holding the gold answer."""
+    gold = record["gold"]
+    read = next(
+        (
+            r["chunk_ids"]
+            for r in record.get("readings") or []
+            if answer_in_context(gold, " ".join(index.chunks[c].text for c in r["chunk_ids"]))
+        ),
+        None,
+    )
+    if read is None:
+        return None
+    chunks = [index.chunks[c] for c in read]
+    out = {"full": [(1, Passage(c.title, c.text)) for c in chunks]}
+    holding = next((c for c in chunks if answer_in_context(gold, c.text)), None)
+    if holding is not None:
+        sentences = split_sentences(holding.text)
+        at = next((i for i, s in enumerate(sentences) if answer_in_context(gold, s)), None)
+        if at is not None:
+            out["oracle window"] = [(1, Passage(holding.title, window(sentences, at)))]
+    asked = {w for w in WORD.findall(record["question"]) if len(w) > 1}
+    best = max(
+        ((c, i) for c in chunks for i in range(len(split_sentences(c.text)))),
+        key=lambda ci: len(asked & set(WORD.findall(split_sentences(ci[0].text)[ci[1]]))),
+    )
+    out["lexical window"] = [
+        (1, Passage(best[0].title, window(split_sentences(best[0].text), best[1])))
+    ]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("runs", nargs="+", help="run directories, each RUN or RUN:N (first N kept)")
+    ap.add_argument("--index", required=True, help="the index the runs read")
+    ap.add_argument("--threshold", type=float, default=0.4, help="abstention threshold")
+    ap.add_argument("--reader-adapter", default="", help="default: the packaged reader's")
+    args = ap.parse_args()
+    index = load_retriever(args.index, "").index
+    settings: dict[str, Any] = {"index_dir": args.index, "abstention_threshold": args.threshold}
+    if args.reader_adapter:
+        settings["reader_adapter"] = args.reader_adapter
+    ctx = Context(**settings)
+    model = load_chat_model(ctx.model, ctx.n_ctx, ctx.n_threads, adapter=ctx.reader_adapter)
+    for spec in args.runs:
+        run, _, limit = spec.partition(":")
+        text = (Path(run) / "records.jsonl").read_text(encoding="utf-8")
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+        scored: dict[str, list[tuple[bool, float, float]]] = {}
+        kept = 0
+        for record in records:
+            if not record["answerable"] or not record["gold"]:
+                continue
+            contexts = ways(index, record)
+            if contexts is None:
+                continue
+            q = record["question"]
+            for name, passages in contexts.items():
+                reading = generate_answer(
+                    model,
+                    ctx,
+                    q,
+                    passages,
+                    question_type=question_type(q),
+                    language=detect_language(q),
+                )
+                answer, abstained = judge(
+                    reading.raw, q, ctx.abstention_phrase, ctx.max_answer_chars
+                )
+                p = reading.abstention_probability or 0.0
+                abstained = abstained or p >= args.threshold
+                f1 = max_over_golds(token_f1, answer, record["gold"], abstained=abstained)
+                scored.setdefault(name, []).append((abstained, p, f1))
+            kept += 1
+            if limit and kept >= int(limit):
+                break
+        for name, rows in scored.items():
+            print(
+                f"{Path(run).name:14s} {name:15s} n={len(rows):3d} "
+                f"abstained {sum(a for a, _, _ in rows) / len(rows):.3f} "
+                f"median p {statistics.median(p for _, p, _ in rows):.3f} "
+                f"F1 {statistics.fmean(f for *_, f in rows):.3f}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -71,19 +71,33 @@ def ways(index: Any, record: dict[str, Any]) -> dict[str, list[tuple[int, Passag
         if at is not None:
             out["oracle window"] = [(1, Passage(holding.title, window(sentences, at)))]
     asked = {w for w in WORD.findall(record["question"]) if len(w) > 1}
-    best = max(
-        ((c, i) for c in chunks for i in range(len(split_sentences(c.text)))),
-        key=lambda ci: len(asked & set(WORD.findall(split_sentences(ci[0].text)[ci[1]]))),
-    )
-    out["lexical window"] = [
-        (1, Passage(best[0].title, window(split_sentences(best[0].text), best[1])))
-    ]
+    candidates = [(c, split_sentences(c.text)) for c in chunks]
+    spots = [(c, sents, i) for c, sents in candidates for i in range(len(sents))]
+    if spots:
+        c, sents, i = max(spots, key=lambda s: len(asked & set(WORD.findall(s[1][s[2]]))))
+        out["lexical window"] = [(1, Passage(c.title, window(sents, i)))]
     return out
+
+
+def run_spec(spec: str) -> tuple[Path, int | None]:
+    """``RUN`` or ``RUN:N`` as (run directory, N or None); argparse's type for the runs.
+
+    Raises:
+        argparse.ArgumentTypeError: N is not a positive integer, or RUN has no records.jsonl.
+    """
+    run, sep, limit = spec.rpartition(":") if ":" in spec else (spec, "", "")
+    if sep and not (limit.isdigit() and int(limit) > 0):
+        raise argparse.ArgumentTypeError(f"{spec!r}: N in RUN:N must be a positive integer")
+    if not (Path(run) / "records.jsonl").is_file():
+        raise argparse.ArgumentTypeError(f"{run!r} is not a run directory (no records.jsonl)")
+    return Path(run), int(limit) if sep else None
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("runs", nargs="+", help="run directories, each RUN or RUN:N (first N kept)")
+    ap.add_argument(
+        "runs", nargs="+", type=run_spec, help="run directories, each RUN or RUN:N (first N kept)"
+    )
     ap.add_argument("--index", required=True, help="the index the runs read")
     ap.add_argument("--threshold", type=float, default=0.4, help="abstention threshold")
     ap.add_argument("--reader-adapter", default="", help="default: the packaged reader's")
@@ -94,15 +108,17 @@ def main() -> None:
         settings["reader_adapter"] = args.reader_adapter
     ctx = Context(**settings)
     model = load_chat_model(ctx.model, ctx.n_ctx, ctx.n_threads, adapter=ctx.reader_adapter)
-    for spec in args.runs:
-        run, _, limit = spec.partition(":")
-        text = (Path(run) / "records.jsonl").read_text(encoding="utf-8")
+    for run, limit in args.runs:
+        text = (run / "records.jsonl").read_text(encoding="utf-8")
         records = [json.loads(line) for line in text.splitlines() if line.strip()]
         scored: dict[str, list[tuple[bool, float, float]]] = {}
         kept = 0
         for record in records:
             if not record["answerable"] or not record["gold"]:
                 continue
+            ids = [c for r in record.get("readings") or [] for c in r["chunk_ids"]]
+            if any(not 0 <= c < len(index.chunks) for c in ids):
+                ap.error(f"{run}: its chunk ids are not those of --index {args.index}")
             contexts = ways(index, record)
             if contexts is None:
                 continue
@@ -124,11 +140,13 @@ def main() -> None:
                 f1 = max_over_golds(token_f1, answer, record["gold"], abstained=abstained)
                 scored.setdefault(name, []).append((abstained, p, f1))
             kept += 1
-            if limit and kept >= int(limit):
+            if limit and kept >= limit:
                 break
+        if not scored:
+            print(f"{run.name:14s} no answerable question with its gold answer in a passage read")
         for name, rows in scored.items():
             print(
-                f"{Path(run).name:14s} {name:15s} n={len(rows):3d} "
+                f"{run.name:14s} {name:15s} n={len(rows):3d} "
                 f"abstained {sum(a for a, _, _ in rows) / len(rows):.3f} "
                 f"median p {statistics.median(p for _, p, _ in rows):.3f} "
                 f"F1 {statistics.fmean(f for *_, f in rows):.3f}"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,9 @@ from kbqa.answers.abstention import judge
 from kbqa.answers.language import detect_language, question_type
 from kbqa.answers.reading import generate_answer
 from kbqa.context import Context
+from kbqa.errors import KBQAError
 from kbqa.evals.metrics import answer_in_context, max_over_golds, token_f1
+from kbqa.evals.run_dir import CONFIG_FILE, index_identity, load_run
 from kbqa.llm.models import load_chat_model
 from kbqa.prompts import Passage
 from kbqa.resources import load_retriever
@@ -80,17 +83,49 @@ def ways(index: Any, record: dict[str, Any]) -> dict[str, list[tuple[int, Passag
 
 
 def run_spec(spec: str) -> tuple[Path, int | None]:
-    """``RUN`` or ``RUN:N`` as (run directory, N or None); argparse's type for the runs.
+    """``RUN`` or ``RUN:N`` as (run directory, N or None); argparse's type for the runs. A spec
+    that names a directory as a whole is that directory (a name may hold a colon).
 
     Raises:
         argparse.ArgumentTypeError: N is not a positive integer, or RUN has no records.jsonl.
     """
-    run, sep, limit = spec.rpartition(":") if ":" in spec else (spec, "", "")
-    if sep and not (limit.isdigit() and int(limit) > 0):
+    run, sep, limit = spec.rpartition(":")
+    if Path(spec).is_dir() or not sep:
+        run, sep, limit = spec, "", ""
+    if sep and not (limit.isascii() and limit.isdigit() and int(limit) > 0):
         raise argparse.ArgumentTypeError(f"{spec!r}: N in RUN:N must be a positive integer")
     if not (Path(run) / "records.jsonl").is_file():
         raise argparse.ArgumentTypeError(f"{run!r} is not a run directory (no records.jsonl)")
     return Path(run), int(limit) if sep else None
+
+
+def threshold(text: str) -> float:
+    """argparse's type for ``--threshold``: a number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number in [0, 1]")
+    return value
+
+
+def record_problem(record: dict[str, Any], n_chunks: int) -> str | None:
+    """Why a run's record cannot be read here (its gold, readings and chunk ids), or None."""
+    if not isinstance(record.get("question"), str):
+        return "no 'question' string"
+    if not all(isinstance(g, str) for g in record["gold"]):
+        return "'gold' is not a list of strings"
+    readings = record.get("readings")
+    if not isinstance(readings, list) or not readings:
+        return "no 'readings' (a record of `kbqa eval --out` from a graph run has them)"
+    for r in readings:
+        ids = r.get("chunk_ids") if isinstance(r, dict) else None
+        if not isinstance(ids, list) or not all(type(c) is int for c in ids):
+            return "a reading without a list of integer 'chunk_ids'"
+        if any(not 0 <= c < n_chunks for c in ids):
+            return "its chunk ids are not those of --index"
+    return None
 
 
 def main() -> None:
@@ -99,26 +134,45 @@ def main() -> None:
         "runs", nargs="+", type=run_spec, help="run directories, each RUN or RUN:N (first N kept)"
     )
     ap.add_argument("--index", required=True, help="the index the runs read")
-    ap.add_argument("--threshold", type=float, default=0.4, help="abstention threshold")
+    ap.add_argument(
+        "--threshold", type=threshold, default=0.4, help="abstention threshold (default 0.4)"
+    )
     ap.add_argument("--reader-adapter", default="", help="default: the packaged reader's")
     args = ap.parse_args()
-    index = load_retriever(args.index, "").index
+    try:
+        index = load_retriever(args.index, "").index
+    except KBQAError as exc:
+        ap.error(str(exc))
+    runs = []
+    for run, limit in args.runs:
+        if not (run / CONFIG_FILE).is_file():
+            ap.error(f"{run} has no {CONFIG_FILE} (not a directory `kbqa eval --out` wrote)")
+        try:
+            records = load_run(run).records
+            config = json.loads((run / CONFIG_FILE).read_text(encoding="utf-8"))
+        except (KBQAError, OSError, ValueError) as exc:
+            ap.error(f"{run}: {exc}")
+        if not isinstance(config, dict) or config.get("index") != index_identity(args.index):
+            ap.error(f"{run} was read over another index than --index {args.index}")
+        for record in records:
+            problem = record_problem(record, len(index.chunks))
+            if problem and record["answerable"] and record["gold"]:
+                ap.error(f"{run} record {record['qid']}: {problem}")
+        runs.append((run, limit, records))
     settings: dict[str, Any] = {"index_dir": args.index, "abstention_threshold": args.threshold}
     if args.reader_adapter:
         settings["reader_adapter"] = args.reader_adapter
     ctx = Context(**settings)
-    model = load_chat_model(ctx.model, ctx.n_ctx, ctx.n_threads, adapter=ctx.reader_adapter)
-    for run, limit in args.runs:
-        text = (run / "records.jsonl").read_text(encoding="utf-8")
-        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    try:
+        model = load_chat_model(ctx.model, ctx.n_ctx, ctx.n_threads, adapter=ctx.reader_adapter)
+    except KBQAError as exc:
+        ap.error(str(exc))
+    for run, limit, records in runs:
         scored: dict[str, list[tuple[bool, float, float]]] = {}
         kept = 0
         for record in records:
             if not record["answerable"] or not record["gold"]:
                 continue
-            ids = [c for r in record.get("readings") or [] for c in r["chunk_ids"]]
-            if any(not 0 <= c < len(index.chunks) for c in ids):
-                ap.error(f"{run}: its chunk ids are not those of --index {args.index}")
             contexts = ways(index, record)
             if contexts is None:
                 continue

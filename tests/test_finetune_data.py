@@ -233,6 +233,20 @@ def test_the_opt_in_rules_move_the_question_word_and_change_the_register() -> No
     assert paraphrase("থানার পরিদর্শক কে", rng) == ("থানার পরিদর্শক কে", [])
     with pytest.raises(ValueError, match=r"'reorder'.*known: ki, "):
         paraphrase("থানার পরিদর্শক কে?", rng, ("ki", "reorder"))
+    for bad_name in (["ki"], 5):
+        with pytest.raises(ValueError, match="unknown paraphrase rule"):
+            paraphrase("থানার পরিদর্শক কে?", rng, ("ki", bad_name))  # type: ignore[arg-type]
+    for not_names in (None, 5):
+        with pytest.raises(TypeError, match="tuple of rule names"):
+            paraphrase("থানার পরিদর্শক কে?", rng, not_names)  # type: ignore[arg-type]
+    # any iterable is read once, and the check before the rules does not use it up
+    year = "রবীন্দ্রনাথ ঠাকুর কোন সালে জন্মগ্রহণ করেন?"
+    as_tuple = paraphrase(year, random.Random(1), ("year", "ki"))
+    assert as_tuple[1] == ["year"]
+    assert paraphrase(year, random.Random(1), (r for r in ("year", "ki"))) == as_tuple
+    assert paraphrase(year, random.Random(1), {"ki", "year"}) == paraphrase(
+        year, random.Random(1), ("ki", "year")
+    )
 
 
 def test_paraphrase_rules_are_checked_and_recorded_only_when_not_the_default() -> None:

@@ -185,13 +185,15 @@ ALL_RULES = {**RULES, **EXTRA_RULES}
 def paraphrase(
     question: str,
     rng: random.Random,
-    rules: tuple[str, ...] = tuple(RULES),
+    rules: Iterable[str] = tuple(RULES),
     synonyms: Mapping[str, list[str]] | None = None,
 ) -> tuple[str, list[str]]:
     """``question`` rewritten by a random non-empty subset of the ``rules`` (names of
     :data:`ALL_RULES`; the defaults, :data:`RULES`, unless given) that apply.
 
     Args:
+        rules: Rule names in the order they are applied (any iterable, read once; a set is
+            taken in :data:`ALL_RULES`' order).
         synonyms: The ``synonym`` rule's table (headword -> synonyms); without it that rule
             never applies.
 
@@ -205,13 +207,18 @@ def paraphrase(
         TypeError: ``question`` is not a string, ``rules`` is one string, or ``synonyms`` is
             not a mapping.
     """
-    if not isinstance(question, str) or isinstance(rules, str):
+    if isinstance(rules, (set, frozenset)):  # no order of its own: the table's
+        rules = tuple(name for name in ALL_RULES if name in rules) + tuple(
+            name for name in rules if name not in ALL_RULES
+        )
+    if not isinstance(question, str) or isinstance(rules, str) or not isinstance(rules, Iterable):
         raise TypeError("paraphrase takes a question string and a tuple of rule names")
+    rules = tuple(rules)  # read once: an iterator is not used up by the check below
     if synonyms is not None and not isinstance(synonyms, Mapping):
         raise TypeError(
             f"synonyms must map a headword to its synonyms, got {type(synonyms).__name__}"
         )
-    unknown = [name for name in rules if name not in ALL_RULES]
+    unknown = [name for name in rules if not isinstance(name, str) or name not in ALL_RULES]
     if unknown:
         raise ValueError(
             f"unknown paraphrase rule(s) {', '.join(map(repr, unknown))}; "

@@ -21,7 +21,8 @@ DATA_TERMS = (
     "is used for research with citation. The adapter holds LoRA weights, not the text."
 )
 HAQUE_2020_SHA256 = "59bedfc255cd2f059d74ff9d000980980394cceb08e38904b14dfe04afb5cb7a"
-"""sha256 of ``bn/train/haque2020.qa.jsonl``, the file :data:`DATA_TERMS` describes."""
+"""sha256 of Haque 2020's question file as the project's data folder holds it: a training file
+with this hash gets :data:`DATA_TERMS` (the data set is known by its content, never by a path)."""
 
 
 def data_terms(train: Path, sha256: str) -> str:

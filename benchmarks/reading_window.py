@@ -112,8 +112,8 @@ def threshold(text: str) -> float:
 
 def record_problem(record: dict[str, Any], n_chunks: int) -> str | None:
     """Why a run's record cannot be read here (its gold, readings and chunk ids), or None."""
-    if not isinstance(record.get("question"), str):
-        return "no 'question' string"
+    if not isinstance(record.get("question"), str) or not record["question"].strip():
+        return "no 'question' string, or an empty one"
     if not all(isinstance(g, str) for g in record["gold"]):
         return "'gold' is not a list of strings"
     readings = record.get("readings")
@@ -152,7 +152,11 @@ def main() -> None:
             config = json.loads((run / CONFIG_FILE).read_text(encoding="utf-8"))
         except (KBQAError, OSError, ValueError) as exc:
             ap.error(f"{run}: {exc}")
-        if not isinstance(config, dict) or config.get("index") != index_identity(args.index):
+        if not records:
+            ap.error(f"{run} holds no records")
+        if not isinstance(config, dict) or "index" not in config:
+            ap.error(f"{run}/{CONFIG_FILE} records no index (not written by `kbqa eval --out`)")
+        if config["index"] != index_identity(args.index):
             ap.error(f"{run} was read over another index than --index {args.index}")
         for record in records:
             problem = record_problem(record, len(index.chunks))
@@ -178,14 +182,17 @@ def main() -> None:
                 continue
             q = record["question"]
             for name, passages in contexts.items():
-                reading = generate_answer(
-                    model,
-                    ctx,
-                    q,
-                    passages,
-                    question_type=question_type(q),
-                    language=detect_language(q),
-                )
+                try:
+                    reading = generate_answer(
+                        model,
+                        ctx,
+                        q,
+                        passages,
+                        question_type=question_type(q),
+                        language=detect_language(q),
+                    )
+                except ValueError as exc:  # a question too long for the context window
+                    ap.error(f"{run} record {record['qid']}: {exc}")
                 answer, abstained = judge(
                     reading.raw, q, ctx.abstention_phrase, ctx.max_answer_chars
                 )

@@ -247,6 +247,20 @@ def test_the_opt_in_rules_move_the_question_word_and_change_the_register() -> No
     assert paraphrase(year, random.Random(1), {"ki", "year"}) == paraphrase(
         year, random.Random(1), ("ki", "year")
     )
+    for not_rng in (None, 0):
+        with pytest.raises(TypeError, match=r"rng must be a random\.Random"):
+            paraphrase(year, not_rng, ("year",))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tuple of rule names"):
+        paraphrase(year, rng, b"year")  # type: ignore[arg-type]
+    # a synonym table's value is read as a list (an iterator would be used up by the check
+    # that the rule applies), and a synonym that is the word itself is no rewrite
+    asked = "প্রেসিডেন্ট কে ছিলেন?"
+    for table in ({"প্রেসিডেন্ট": iter(["রাষ্ট্রপতি"])}, {"প্রেসিডেন্ট": ["প্রেসিডেন্ট"]}):
+        assert paraphrase(asked, random.Random(0), ("synonym",), table) == (asked, [])  # type: ignore[arg-type]
+    assert paraphrase(asked, random.Random(0), ("synonym",), {"প্রেসিডেন্ট": ["রাষ্ট্রপতি"]}) == (
+        "রাষ্ট্রপতি কে ছিলেন?",
+        ["synonym"],
+    )
 
 
 def test_paraphrase_rules_are_checked_and_recorded_only_when_not_the_default() -> None:

@@ -153,10 +153,11 @@ def _synonym(
         return None
 
     def choices(word: str) -> list[str]:  # the word's synonyms that are strings
-        found = table.get(word)
-        if isinstance(found, str) or not isinstance(found, Iterable):
+        found = table.get(word)  # a list, tuple or set (an iterator would be used up here)
+        if not isinstance(found, (list, tuple, AbstractSet)):
             return []
         kept = [" ".join(s.split()) for s in found if isinstance(s, str) and s.strip()]
+        kept = [s for s in kept if s != word]  # the word itself is no rewrite
         return sorted(kept) if isinstance(found, AbstractSet) else kept  # a set: a fixed order
 
     spans = [m for m in BANGLA_WORD.finditer(q) if choices(m.group())]
@@ -204,15 +205,21 @@ def paraphrase(
     Raises:
         ValueError: A rule name that is not in :data:`ALL_RULES` (the message names it and
             the known rules).
-        TypeError: ``question`` is not a string, ``rules`` is one string, or ``synonyms`` is
-            not a mapping.
+        TypeError: ``question`` is not a string, ``rules`` is one string (or bytes),
+            ``rng`` is not a :class:`random.Random`, or ``synonyms`` is not a mapping.
     """
     if isinstance(rules, (set, frozenset)):  # no order of its own: the table's
         rules = tuple(name for name in ALL_RULES if name in rules) + tuple(
             name for name in rules if name not in ALL_RULES
         )
-    if not isinstance(question, str) or isinstance(rules, str) or not isinstance(rules, Iterable):
+    if (
+        not isinstance(question, str)
+        or isinstance(rules, (str, bytes))
+        or not isinstance(rules, Iterable)
+    ):
         raise TypeError("paraphrase takes a question string and a tuple of rule names")
+    if not isinstance(rng, random.Random):
+        raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
     rules = tuple(rules)  # read once: an iterator is not used up by the check below
     if synonyms is not None and not isinstance(synonyms, Mapping):
         raise TypeError(
@@ -237,6 +244,8 @@ def paraphrase(
     chosen = [n for n in applicable if rng.random() < 0.6] or [rng.choice(applicable)]
     for name in chosen:
         q = chosen_rules[name](q, rng) or q
+    if q == " ".join(question.split()):  # the rules applied changed nothing
+        return question, []
     if question_type(q) != question_type(question):  # e.g. কী -> কি read as yes/no
         return question, []
     return q, chosen

@@ -195,6 +195,14 @@ def test_ask_says_retrieval_found_nothing(tmp_path: Path) -> None:
     assert "passages read: none" in text.splitlines()  # not an empty list under a heading
 
 
+def test_ask_says_a_question_without_words_has_nothing_to_search(tiny_index: Path) -> None:
+    """``???`` was told "retrieval found no passage", as if the knowledge base lacked it."""
+    code, text = run("ask", "???", "--index", str(tiny_index), "--model", "fake/script:ঢাকা")
+    assert code == 0, text
+    assert "why: the question has no word to search for" in text
+    assert "retrieval found no passage" not in text
+
+
 def test_ask_json_holds_the_readers_answer_beside_the_final_one(tiny_index: Path) -> None:
     code, text = run_fake("ask", "বাংলাদেশের রাজধানী কোথায়?", tiny_index, "--json",
                           "--cross-check-rules", "all", model="fake/script:প্যারিস")  # fmt: skip

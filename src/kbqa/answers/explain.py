@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbqa.retrieval.tokenizer import tokenize
+
 READER_STAGES = ("generate", "retry")
 """``stage_answers`` entries of the reader's readings."""
 
@@ -58,13 +60,16 @@ def _status_after(route: list[str], node: str) -> str:
 
 def abstention_reason(out: dict[str, Any]) -> str | None:
     """Why an abstained question was abstained on, or None (an answer, or no known reason):
-    retrieval found nothing; finalize refused an answer no passage holds; the cross-check
-    found the passages do not cover the question; the reader found no answer (with its
-    abstention probability when a threshold decided it); the extractor found none."""
+    retrieval found nothing (or the question has no word the index's tokenizer keeps);
+    finalize refused an answer no passage holds; the cross-check found the passages do not
+    cover the question; the reader found no answer (with its abstention probability when a
+    threshold decided it); the extractor found none."""
     if not out.get("abstained"):
         return None
     route = list(out.get("route", []))
     if _status_after(route, "generate") == "generate: no context":
+        if not tokenize(str(out.get("question") or "")):
+            return "the question has no word to search for (only punctuation or symbols)"
         return "retrieval found no passage for this question"
     stages = out.get("stage_answers") or []
     if "finalize: ungrounded" in route:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import os
 import random
@@ -391,6 +392,7 @@ def main(argv: list[str] | None = None) -> None:
             ),
         }
     out = Path(cfg.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(
         out,
         weights=model.weights.astype(np.float16),
@@ -400,10 +402,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     settings = dataclasses.asdict(cfg)
     settings.pop("out")
-    settings["data"] = DEFAULT_DATA if not cfg.data else Path(cfg.data).name
+    settings["data"] = {  # known by its content: no data path in the package
+        "name": "Haque 2020 training questions" if not cfg.data else Path(cfg.data).name,
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+    }
     manifest = {
         "model": "logistic regression over hashed features (kbqa.answers.yes_no.yes_no_features)",
-        "reproduce": "python benchmarks/train_yes_no.py  # reads $KBQA_DATA_DIR or ../shared/data",
+        "reproduce": "python benchmarks/train_yes_no.py [--data HAQUE_2020_QUESTIONS]",
         "training_data": "Haque et al. 2020 training questions (not yes/no), yes/no questions and yes/no-shaped what questions made by rule from them and their evidence sentences; no evaluation file",
         "feature_version": FEATURE_VERSION,
         "n_buckets": N_BUCKETS,

@@ -59,7 +59,7 @@ def _default_run_dir(questions: Path, ctx: Context, ablate: bool, models: str | 
 @context_options()
 def eval_run(
     questions: Annotated[
-        Path, typer.Argument(help="Question file: .jsonl (shared/data format) or .csv.")
+        Path, typer.Argument(help="Question file: .jsonl (kbqa's question format) or .csv.")
     ],
     limit: Annotated[int | None, typer.Option(help="Evaluate only the first N questions.")] = None,
     sample: Annotated[

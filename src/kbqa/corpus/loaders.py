@@ -2,8 +2,8 @@
 Markdown, HTML, PDF and Word files (PDF and DOCX with the ``docs`` extra:
 :mod:`kbqa.corpus.formats`).
 
-JSON Lines format (as ``shared/data/*/kb.jsonl``): one object per line with ``doc_id``,
-``title``, ``text`` and optional ``url`` / ``source``.
+JSON Lines format (the evaluation data's knowledge-base format): one object per line with
+``doc_id``, ``title``, ``text`` and optional ``url`` / ``source``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Evaluation datasets: question files, CSV, sampling and LangSmith examples.
 
-Question file format (``shared/data``): JSON Lines with ``qid``, ``question``, ``answers`` (list of
+Question file format: JSON Lines with ``qid``, ``question``, ``answers`` (list of
 alternatives), ``doc_id``, ``answerable``, optional ``qtype`` (all fields: :data:`KNOWN_FIELDS`).
 A question is unanswerable only when it says so: ``"answerable": false`` or ``"answers": []``.
 A CSV file needs ``question`` and ``answer`` columns (``answer`` may hold alternatives separated

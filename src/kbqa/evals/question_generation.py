@@ -147,7 +147,7 @@ def _draft(model: Any, style: str, chunk: Chunk) -> tuple[tuple[str, str] | None
 
 
 def _question_record(chunk: Chunk, pair: tuple[str, str], model: str) -> dict[str, Any]:
-    """A drafted pair as a question-file row (shared/data's format), ``needs_review``."""
+    """A drafted pair as a question-file row (kbqa's question-file format), ``needs_review``."""
     return {
         "qid": f"gen-{chunk.chunk_id}",
         "question": pair[0],

@@ -1,5 +1,6 @@
-"""The reader's training questions (the ``shared/data`` question format, plus the annotators'
-``evidence`` sentence where the file has one) and their seeded split by document."""
+"""The reader's training questions (kbqa's question-file format, :mod:`kbqa.evals.datasets`,
+plus the annotators' ``evidence`` sentence where the file has one) and their seeded split by
+document."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ class TrainingQuestion:
 
 
 def load_training_questions(path: Path) -> list[TrainingQuestion]:
-    """Read a training question file (the ``shared/data`` format, plus an optional ``evidence``
+    """Read a training question file (kbqa's question-file format, plus an optional ``evidence``
     string per line).
 
     Raises:

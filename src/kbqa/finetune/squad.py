@@ -1,5 +1,5 @@
 """A SQuAD-format training file (v1.1 or v2.0) as the reader's training data: a question file and a
-knowledge base in the ``shared/data`` JSON Lines format (the shape of Haque 2020's).
+knowledge base in kbqa's JSON Lines formats (the shape of Haque 2020's).
 
 SQuAD (Rajpurkar et al. 2016, 2018; CC BY-SA 4.0) is the English extractive QA set: questions
 written by crowdworkers over Wikipedia paragraphs, and in v2.0 unanswerable questions written to

@@ -53,6 +53,9 @@ from kbqa.answers.yes_no import (
     YesNoClassifier,
     feature_vector,
 )
+from kbqa.errors import InputError
+from kbqa.finetune.manifest import HAQUE_2020_SHA256
+from kbqa.finetune.questions import load_training_questions
 from kbqa.finetune.yesno import same_kind, yes_no_question
 from kbqa.text import normalize_text
 
@@ -371,10 +374,25 @@ def main(argv: list[str] | None = None) -> None:
     path = data_path(cfg)
     if not path.is_file():
         sys.exit(f"training data not found: {path} (set --data or KBQA_DATA_DIR)")
+    if Path(cfg.out).suffix != ".npz":
+        sys.exit(f"--out must name a .npz file (the manifest goes beside it), got {cfg.out}")
+    try:  # the project's reader names the file and line of a bad row
+        load_training_questions(path)
+    except InputError as e:
+        sys.exit(f"error: {e}")
     rows = [
         json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
     ]
+    if missing := next((r for r in rows if "doc_id" not in r), None):
+        sys.exit(
+            f"error: {path}: question {missing.get('qid')!r} has no doc_id (the split is by document)"
+        )
     examples = build_examples(rows, cfg)
+    if not examples["train"] or not examples["dev"]:
+        sys.exit(
+            f"error: {path} gives {len(examples['train'])} training and {len(examples['dev'])} "
+            "held-out examples; both need at least one (more questions, on more documents)"
+        )
     train_set = examples["train"]
     x = featurize([q for q, _, _ in train_set])
     y = np.array([label for _, label, _ in train_set], dtype=np.float64)
@@ -402,9 +420,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     settings = dataclasses.asdict(cfg)
     settings.pop("out")
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
     settings["data"] = {  # known by its content: no data path in the package
-        "name": "Haque 2020 training questions" if not cfg.data else Path(cfg.data).name,
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "name": "Haque 2020 training questions" if sha == HAQUE_2020_SHA256 else path.name,
+        "sha256": sha,
     }
     manifest = {
         "model": "logistic regression over hashed features (kbqa.answers.yes_no.yes_no_features)",

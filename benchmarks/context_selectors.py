@@ -10,7 +10,9 @@ reranking. No LLM runs. Selectors:
 - ``NAME w=W``: the fused top ``--pool`` reranked by each of ``--rerankers`` (``lexical``:
   :class:`~kbqa.retrieval.rerank.SentenceReranker`; a ``kbqa finetune reranker`` directory:
   the LLM reranker; ``first-page``: :class:`FirstPage`, more passages of the first page) with
-  fused weight W, top k kept, previous chunks added.
+  fused weight W, top k kept, previous chunks added;
+- ``NAME w=W +N`` (with ``--add N``): the fused top k as they are, then the reranker's best N
+  of the rest of the pool (``--rerank-add N``).
 
     python benchmarks/context_selectors.py --index index/bnwiki \\
         --questions ../shared/data/bn/banglarqa_validation.qa.jsonl:300:0 \\
@@ -90,6 +92,8 @@ def main() -> None:
     ap.add_argument("--weights", default="0.0,0.3,0.5", help="fused weights of the reranked rows")
     ap.add_argument("--rerankers", default="lexical",
                     help="comma-separated: lexical, first-page or DIR")  # fmt: skip
+    ap.add_argument("--add", type=int, default=0,
+                    help="also rows adding the reranker's best N to the fused top k")  # fmt: skip
     args = ap.parse_args()
     base = Context(index_dir=args.index, k=args.k, rerank_pool=args.pool)
     selectors = [
@@ -100,13 +104,16 @@ def main() -> None:
         for w in args.weights.split(","):
             ctx = _reranked(base, name, float(w))
             selectors.append((f"{Path(name).name[:10]} w={float(w):.1f}", ctx))
+            if args.add:
+                added = replace(ctx, rerank_add=args.add)
+                selectors.append((f"{Path(name).name[:10]} w={float(w):.1f} +{args.add}", added))
     for spec in args.questions:
         qs = questions_of(spec)
         print(f"\n{spec}: {len(qs)} answerable questions")
-        print(f"{'selector':<16} {'AiC':>6} {'n':>5} {'chars':>6} {'ms':>6}")
+        print(f"{'selector':<19} {'AiC':>6} {'n':>5} {'chars':>6} {'ms':>6}")
         for name, ctx in selectors:
             share, chars, ms, n = measure(ctx, qs)
-            print(f"{name:<16} {share:6.3f} {n:5d} {chars:6d} {ms:6.1f}", flush=True)
+            print(f"{name:<19} {share:6.3f} {n:5d} {chars:6d} {ms:6.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from kbqa.index import load_index
 from kbqa.passages import retrieve_records
 from kbqa.retrieval.rerank import (
     SentenceReranker,
+    add_reranked,
     bm25_idf,
     load_reranker,
     rerank_hits,
@@ -121,6 +122,29 @@ def test_a_reranker_returning_too_few_scores_is_named() -> None:
         rerank_hits("q", [(1, 1.0), (2, 0.5)], [("", "a"), ("", "b")], Short(), 1)
 
 
+def test_add_reranked_keeps_the_fused_top_k_and_adds_the_rerankers_best_of_the_rest() -> None:
+    hits = [(10, 0.9), (11, 0.8), (12, 0.7), (13, 0.6), (14, 0.5)]
+    passages = [("", str(cid)) for cid, _ in hits]
+    # Reversed prefers later passages: 14 is its best, then 13; the fused top 2 stay first
+    assert add_reranked("q", hits, passages, Reversed(), 2, 1, 0.0) == [
+        (10, 0.9), (11, 0.8), (14, 0.5)]  # fmt: skip
+    assert add_reranked("q", hits, passages, Reversed(), 2, 2, 0.0)[2:] == [(14, 0.5), (13, 0.6)]
+    assert add_reranked("q", hits, passages, Reversed(), 4, 1, 0.0) == [*hits[:4], (14, 0.5)]
+    assert add_reranked("q", hits, passages, Reversed(), 5, 3, 0.0) == hits  # nothing left
+    assert add_reranked("q", hits, passages, Reversed(), 2, 0, 0.0) == hits[:2]
+    # at fused weight 1 the reranked order is the fused one: its best two are already kept,
+    # so the hit added is the next one (a hit among the top k is never added twice)
+    assert add_reranked("q", hits, passages, Reversed(), 2, 1, 1.0)[2] == (12, 0.7)
+    assert add_reranked("q", [], [], Reversed(), 2, 1) == []
+    # a chunk excluded (a top hit's padding) is passed over for the next best
+    assert add_reranked("q", hits, passages, Reversed(), 2, 1, 0.0, exclude={14}) == [
+        (10, 0.9), (11, 0.8), (13, 0.6)]  # fmt: skip
+    with pytest.raises(ValueError, match="add must be a whole number >= 0, got -1"):
+        add_reranked("q", hits, passages, Reversed(), 2, -1)
+    with pytest.raises(ValueError, match="k must be a positive integer, got 0"):
+        add_reranked("q", hits, passages, Reversed(), 0, 1)
+
+
 def test_load_reranker_names_the_known_ones() -> None:
     assert load_reranker("off") is None
     assert isinstance(load_reranker("lexical"), SentenceReranker)
@@ -139,8 +163,12 @@ def test_context_validates_the_reranker_settings() -> None:
         Context(rerank_weight=2.0)
     with pytest.raises(ValueError, match="rerank_pool must be a positive integer"):
         Context(rerank_pool=0)
-    with pytest.raises(ValueError, match=r"rerank_pool \(2\) must be at least k \(3\)"):
+    with pytest.raises(ValueError, match=r"rerank_pool \(2\) must be at least k \+ rerank_add"):
         Context(reranker="lexical", rerank_pool=2, k=3)
+    with pytest.raises(ValueError, match=r"\(3 \+ 1\)"):
+        Context(reranker="lexical", rerank_pool=3, k=3, rerank_add=1)
+    with pytest.raises(ValueError, match="rerank_add must be a whole number >= 0, got -1"):
+        Context(rerank_add=-1)
     Context(rerank_pool=2, k=3)  # the pool only matters with a reranker on
 
 
@@ -259,3 +287,58 @@ def test_retrieval_with_the_reranker_reads_k_of_the_pool_with_previous_chunks(
     no_pad = retrieve_records(question, 2, Context(retriever=retriever, reranker="lexical",
                                                    pad_previous=False))  # fmt: skip
     assert [r["is_padding"] for r in no_pad] == [False, False]
+
+
+def test_retrieval_with_rerank_add_reads_the_fused_hits_first_then_the_added_one(
+    tiny_index: Path,
+) -> None:
+    retriever = HybridRetriever(load_index(tiny_index), HashEmbedder())
+    chunks = retriever.chunks
+    long_ids = [c.chunk_id for c in chunks if c.doc_id == "long"]
+    question = chunks[long_ids[3]].text.split("।")[1]
+    fused = retrieve_records(question, 2, Context(retriever=retriever, k=2))
+    added = retrieve_records(question, 2, Context(retriever=retriever, k=2, reranker="lexical",
+                                                  rerank_add=1, rerank_weight=0.0))  # fmt: skip
+    fused_hits = [r["chunk_id"] for r in fused if not r["is_padding"]]
+    hits = [r for r in added if not r["is_padding"]]
+    assert [r["chunk_id"] for r in hits[:2]] == fused_hits  # the fused top k, in fused order
+    assert len(hits) == 3 and [r["rank"] for r in hits] == [1, 2, 3]
+    assert hits[2]["chunk_id"] not in fused_hits
+    assert hits[2]["score"] <= hits[1]["score"]  # its fused score: no rise down the list
+    ranked = retrieve_records(question, 3, Context(retriever=retriever, k=3, reranker="lexical",
+                                                   rerank_weight=0.0))  # fmt: skip
+    best = [r["chunk_id"] for r in ranked if not r["is_padding"]]
+    assert hits[2]["chunk_id"] == next(c for c in best if c not in fused_hits)
+
+
+class Prefers:
+    """A stand-in reranker that scores one passage text 1 and the rest 0."""
+
+    id = "prefers"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def score(self, question: str, passages: Sequence[tuple[str, str]]) -> list[float]:
+        return [float(text == self.text) for _, text in passages]
+
+
+def test_rerank_add_never_takes_a_top_hits_padding_away(tiny_index: Path) -> None:
+    """A break-it finding: the reranker's best was the chunk before a fused top hit, so it
+    became a hit of its own and that top hit was read without its padding."""
+    from kbqa.context_checks import Resources
+
+    retriever = HybridRetriever(load_index(tiny_index), HashEmbedder())
+    chunks = retriever.chunks
+    long_ids = [c.chunk_id for c in chunks if c.doc_id == "long"]
+    question = chunks[long_ids[3]].text.split("।")[1]
+    fused = retrieve_records(question, 2, Context(retriever=retriever, k=2))
+    padded = {r["chunk_id"] for r in fused if r["is_padding"]}
+    top = next(r for r in fused if chunks[r["chunk_id"]].prev_chunk_id in padded)
+    padding = chunks[top["chunk_id"]].prev_chunk_id
+    ctx = Context(retriever=retriever, k=2, rerank_add=1, rerank_weight=0.0,
+                  resources=Resources(reranker=Prefers(chunks[padding].text)))  # fmt: skip
+    added = retrieve_records(question, 2, ctx)
+    assert [r for r in added if r["rank"] <= 2] == [r for r in fused if r["rank"] <= 2]
+    hits = [r for r in added if not r["is_padding"]]
+    assert len(hits) == 3 and padding not in {r["chunk_id"] for r in hits}

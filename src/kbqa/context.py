@@ -189,6 +189,15 @@ class Context:
             "(the rest is the reranker's; each min-max normalised over the pool)."
         },
     )
+    rerank_add: int = field(
+        default=0,
+        metadata={
+            "description": "0: the reranker reorders the pool and the reader reads its best k; "
+            "N > 0: the reader reads the fused top k, then the reranker's best N chunks of the "
+            "pool that are not among them (read last, so under --reading each only when the "
+            "first k readings were unsure)."
+        },
+    )
     pad_previous: bool = field(
         default=True, metadata={"description": "Add the chunk before each hit as context."}
     )

@@ -184,6 +184,7 @@ FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
         _positive(v) or (None if v <= MAX_N_CTX else f"must be at most {MAX_N_CTX} tokens, got {v}")
     ),
     "n_threads": _whole(),
+    "rerank_add": _whole(),
     "max_retries": _whole(MAX_RETRIES),
     "abstention_phrase": _not_blank,
     "abstention_phrase_en": _not_blank,
@@ -216,10 +217,11 @@ def _fusion_weights(c: Any) -> str | None:
 
 
 def _rerank_pool(c: Any) -> str | None:
-    if c.reranker != "off" and c.rerank_pool < c.k:
+    if c.reranker != "off" and c.rerank_pool < c.k + c.rerank_add:
         return (
-            f"rerank_pool ({c.rerank_pool}) must be at least k ({c.k}): the reranker keeps "
-            "the best k of the pool it sees"
+            f"rerank_pool ({c.rerank_pool}) must be at least k + rerank_add "
+            f"({c.k} + {c.rerank_add}): the reranker keeps the best k of the pool it sees, or "
+            "adds rerank_add chunks to the fused top k"
         )
     return None
 

@@ -12,7 +12,7 @@ from kbqa.context import Context
 from kbqa.corpus.chunking import Chunk
 from kbqa.prompts import Passage
 from kbqa.resources import reranker_for, retriever_for
-from kbqa.retrieval.rerank import rerank_hits
+from kbqa.retrieval.rerank import add_reranked, rerank_hits
 from kbqa.retrieval.retriever import RetrievedChunk, pad_hits
 from kbqa.state import RetrievedRecord, Source
 from kbqa.text import visible_text
@@ -28,7 +28,9 @@ def retrieve_records(
 ) -> list[RetrievedRecord]:
     """Run the shared retriever (of ``strategy``'s sub-index) with the context's fusion
     settings; with a reranker on, rerank its first ``rerank_pool`` hits and keep ``k``
-    (:func:`~kbqa.retrieval.rerank.rerank_hits`), then add the previous chunks.
+    (:func:`~kbqa.retrieval.rerank.rerank_hits`), or with ``ctx.rerank_add`` keep the fused
+    top ``k`` and add the reranker's best ``rerank_add`` of the rest of the pool after them
+    (:func:`~kbqa.retrieval.rerank.add_reranked`), then add the previous chunks.
 
     Raises:
         ValueError: The retriever returned a chunk id its chunks do not hold.
@@ -54,7 +56,13 @@ def retrieve_records(
     if reranker is not None:
         pool = [(h.chunk_id, h.score) for h in hits if not h.is_padding]
         passages = [(chunks[c].title, chunks[c].text) for c, _ in pool]
-        kept = rerank_hits(question, pool, passages, reranker, k, ctx.rerank_weight)
+        if ctx.rerank_add:  # the top k's padding is read with them, so it is never added
+            padding = {chunks[c].prev_chunk_id for c, _ in pool[:k]} if ctx.pad_previous else ()
+            kept = add_reranked(
+                question, pool, passages, reranker, k, ctx.rerank_add, ctx.rerank_weight, padding
+            )
+        else:
+            kept = rerank_hits(question, pool, passages, reranker, k, ctx.rerank_weight)
         hits = (
             pad_hits(lambda cid: chunks[cid].prev_chunk_id, kept)
             if ctx.pad_previous

@@ -43,6 +43,7 @@ INERT_UNLESS: dict[str, tuple[str, Callable[[Any], bool], str]] = {
     "max_verify_tokens": ("verify", bool, "--verify"),
     "rerank_pool": ("reranker", lambda v: v != "off", "--reranker"),
     "rerank_weight": ("reranker", lambda v: v != "off", "--reranker"),
+    "rerank_add": ("reranker", lambda v: v != "off", "--reranker"),
     "cross_check_rules": ("cross_check", lambda v: v != "off", "--cross-check auto or on"),
     "web_timeout": ("web_search", lambda v: v != "off", "--web-search"),
     "web_max_results": ("web_search", lambda v: v != "off", "--web-search"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Protocol
 
 import regex
@@ -180,6 +180,45 @@ def rerank_hits(
     ]
     order = sorted(range(len(combined)), key=lambda i: -combined[i][1])  # stable: fused order
     return [combined[i] for i in order[:k]]
+
+
+def add_reranked(
+    question: str,
+    hits: Sequence[tuple[int, float]],
+    passages: Sequence[tuple[str, str]],
+    reranker: Reranker,
+    k: int,
+    add: int,
+    fused_weight: float = RERANK_WEIGHT,
+    exclude: Collection[int] = (),
+) -> list[tuple[int, float]]:
+    """The fused top ``k`` as they are, then the ``add`` best of the rest of the pool by
+    :func:`rerank_hits`'s combined score: the reranker widens the context instead of
+    reordering it, so the hits read first are the ones fusion chose.
+
+    Args:
+        question, hits, passages, reranker, fused_weight: As for :func:`rerank_hits`.
+        k: Fused hits kept first (> 0).
+        add: Reranked hits added after them (>= 0).
+        exclude: Chunk ids never added (the top k's previous chunks, read with them already:
+            added as hits of their own, they would leave those hits without their padding).
+
+    Returns:
+        ``(chunk_id, fused score)``, the ``k`` fused hits in fused order, then the added ones,
+        best first by the combined score (each keeps its fused score, at most the k-th hit's).
+
+    Raises:
+        ValueError: As :func:`rerank_hits` (``k`` too), or ``add`` not a whole number.
+    """
+    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if not isinstance(add, int) or isinstance(add, bool) or add < 0:
+        raise ValueError(f"add must be a whole number >= 0, got {add!r}")
+    ranked = rerank_hits(question, hits, passages, reranker, max(len(hits), 1), fused_weight)
+    top = list(hits[:k])
+    have = {cid for cid, _ in top} | set(exclude)
+    fused = dict(hits)
+    return top + [(cid, fused[cid]) for cid, _ in ranked if cid not in have][:add]
 
 
 def load_reranker(name: str, idf: IdfFn | None = None) -> Reranker | None:

@@ -118,6 +118,7 @@ def test_unknown_thread_and_json_output(both_index: Path, tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     lines = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
     assert len(lines) == 1 and lines[0]["answer"] == "ঢাকা" and lines[0]["sources"]
+    assert lines[0]["why"] is None  # an answer: no abstention reason
     readings = lines[0]["readings"]  # --reading each (the default): every hit's reading
     assert len(readings) > 1 and {r["answer"] for r in readings} == {"ঢাকা"}
     assert re.fullmatch(r"\w{8}", lines[0]["thread"])

@@ -200,6 +200,15 @@ def test_ask_says_a_question_without_words_has_nothing_to_search(tiny_index: Pat
     code, text = run("ask", "???", "--index", str(tiny_index), "--model", "fake/script:ঢাকা")
     assert code == 0, text
     assert "why: the question has no word to search for" in text
+    code, text = run("ask", "???", "--index", str(tiny_index), "--model", "fake/script:ঢাকা",
+                     "--json")  # fmt: skip
+    assert code == 0, text
+    out = json.loads(text[text.index("{") :])
+    assert out["abstained"] and out["why"].startswith("the question has no word to search for")
+    # the extractor (--no-llm) had nothing to read either: the same reason, not "found no answer"
+    code, text = run("ask", "???", "--index", str(tiny_index), "--no-llm")
+    assert code == 0, text
+    assert "why: the question has no word to search for" in text
     assert "retrieval found no passage" not in text
 
 
@@ -210,6 +219,7 @@ def test_ask_json_holds_the_readers_answer_beside_the_final_one(tiny_index: Path
     out = json.loads(text)
     assert out["reader_answer"] == "প্যারিস" and out["answered_by"] == "cross_check"
     assert out["answer"] != "প্যারিস"
+    assert out["why"] is None  # an answer has no abstention reason
 
 
 @pytest.mark.parametrize(("index", "warned"), [("tiny_index", True), ("both_index", False)])

@@ -67,7 +67,9 @@ def abstention_reason(out: dict[str, Any]) -> str | None:
     if not out.get("abstained"):
         return None
     route = list(out.get("route", []))
-    if _status_after(route, "generate") == "generate: no context":
+    # the reader was not asked for want of passages; the extractor (--no-llm) had none either
+    extracted_nothing = "generate" not in route and out.get("retrieved") == []
+    if _status_after(route, "generate") == "generate: no context" or extracted_nothing:
         if not tokenize(str(out.get("question") or "")):
             return "the question has no word to search for (only punctuation or symbols)"
         return "retrieval found no passage for this question"

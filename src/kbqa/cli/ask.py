@@ -94,7 +94,11 @@ def ask(
         str, typer.Argument(help="The question, in Bangla, English or another language.")
     ],
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the whole graph output as JSON.")
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the whole graph output as JSON, with `why`: the abstention's reason.",
+        ),
     ] = False,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Also print the seconds of every node run.")
@@ -127,7 +131,8 @@ def ask(
     if out.get("abstained") and ctx.web_search == "off" and "web_search" in reachable(out):
         typer.echo(WEB_SEARCH_OFF, err=True)
     if as_json:
-        typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
+        # "why": the reason printed as `why:` (null for an answer or no known reason)
+        typer.echo(json.dumps({**out, "why": abstention_reason(out)}, ensure_ascii=False, indent=2))
         return
     print_answer(out, ctx.index_dir)
     if ctx.reader_for("en") != ctx.reader_for(None):  # two readers: say which one read it

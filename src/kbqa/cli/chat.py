@@ -173,6 +173,7 @@ class Session:
                     "timings",
                 )
             }
+            out["why"] = abstention_reason(self.last)  # as `kbqa ask --json`
             typer.echo(json.dumps({"thread": self.thread, **out}, ensure_ascii=False))
             return
         self.show_answer()

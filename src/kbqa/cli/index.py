@@ -76,14 +76,16 @@ StrategyName = Annotated[
 SkipBadLines = Annotated[
     bool,
     typer.Option(
-        help="Skip malformed JSONL lines, and folder files that are unreadable or not text."
+        "--skip-bad-lines",  # a flag: no --no- form to widen the help's option column
+        help="Skip malformed JSONL lines, and folder files that are unreadable or not text.",
     ),
 ]
 AllowHardLinks = Annotated[
     bool,
     typer.Option(
+        "--allow-hard-links",
         help="Read a folder's files that have other names on the disk too (hard links; "
-        "they may be files from outside the folder)."
+        "they may be files from outside the folder).",
     ),
 ]
 Reuse = Annotated[
@@ -126,9 +128,8 @@ def index(
     """Clean and chunk a knowledge base and build its index: BM25 over words and character
     4-grams, and a dense part with --embedder e5 or static.
 
-    Ctrl-C keeps what was embedded: the same command resumes. --dense later returns with BM25
-    ready; `kbqa index --continue --out DIR` adds the dense vectors (also resumable).
-    """
+    Ctrl-C keeps what was embedded: the same command resumes. --dense later returns with BM25 ready; `kbqa index --continue --out DIR` adds the dense vectors (also resumable).
+    """  # noqa: E501 (one line: the help wraps a paragraph's line breaks as they are)
     from kbqa.corpus.strategies import STRATEGIES, get_strategy
 
     _check_out(out_given)  # as typed: a Path would fold a URI's "//"

@@ -1,10 +1,11 @@
 """The hand-written evaluation sets in ``benchmarks/data`` (see its README).
 
 ``bn_natural.qa.jsonl``: natural Bangla questions over ordinary Wikipedia pages of the Bangla KB,
-at least a fifth of them unanswerable (issue 32). ``traps.qa.jsonl``: Bangla and English lexical
-traps, all unanswerable. The first tests need only the repository; the ones that check doc ids
-and answer spans against the knowledge bases need ``../shared/data`` (or ``$KBQA_DATA_DIR``) and
-skip without it.
+at least a fifth of them unanswerable (issue 32); ``bn_natural_heldout.qa.jsonl``: a second such
+set over other pages, written after every rule was chosen. ``traps.qa.jsonl``: Bangla and
+English lexical traps, all unanswerable. The first tests need only the repository; the ones that
+check doc ids and answer spans against the knowledge bases need ``../shared/data`` (or
+``$KBQA_DATA_DIR``) and skip without it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,22 @@ from kbqa.evals.datasets import Question, load_questions
 
 SETS = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
 NATURAL = SETS / "bn_natural.qa.jsonl"
+HELDOUT = SETS / "bn_natural_heldout.qa.jsonl"
 TRAPS = SETS / "traps.qa.jsonl"
+
+
+@dataclass(frozen=True)
+class NaturalSet:
+    path: Path
+    qid: str  # the ids' pattern
+    source: str
+    min_pages: int
+
+
+NATURAL_SETS = {
+    "natural": NaturalSet(NATURAL, r"nat-\d{3}", "kbqa-natural-bn", 30),
+    "heldout": NaturalSet(HELDOUT, r"nath-\d{3}", "kbqa-natural-bn-heldout", 15),
+}
 
 QTYPES = {"person", "date", "place", "number", "what", "which", "yes/no", "other"}
 YES_NO_ANSWERS = {"হ্যাঁ", "না"}
@@ -35,9 +51,14 @@ def _raw(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
+@pytest.fixture(scope="module", params=sorted(NATURAL_SETS))
+def nset(request: pytest.FixtureRequest) -> NaturalSet:
+    return NATURAL_SETS[request.param]
+
+
 @pytest.fixture(scope="module")
-def natural() -> list[Question]:
-    return load_questions(NATURAL)
+def natural(nset: NaturalSet) -> list[Question]:
+    return load_questions(nset.path)
 
 
 @pytest.fixture(scope="module")
@@ -48,18 +69,24 @@ def traps() -> list[Question]:
 # --- the files alone -----------------------------------------------------------------------------
 
 
-def test_natural_size_and_unanswerable_share(natural: list[Question]) -> None:
+def test_natural_size_and_unanswerable_share(natural: list[Question], nset: NaturalSet) -> None:
     assert len(natural) >= 60
     unanswerable = [q for q in natural if not q.answerable]
     assert len(unanswerable) >= 12
     assert 0.20 <= len(unanswerable) / len(natural) <= 0.30
     assert all(q.answers == [] for q in unanswerable)
     assert all(q.answers for q in natural if q.answerable)
-    assert len({q.doc_id for q in natural}) >= 30
+    assert len({q.doc_id for q in natural}) >= nset.min_pages
 
 
-def test_natural_ids_language_and_kinds(natural: list[Question]) -> None:
-    assert all(re.fullmatch(r"nat-\d{3}", q.qid) for q in natural)
+def test_the_held_out_set_asks_about_other_pages_in_other_words() -> None:
+    first, heldout = load_questions(NATURAL), load_questions(HELDOUT)
+    assert not {q.doc_id for q in first} & {q.doc_id for q in heldout}
+    assert not {q.question for q in first} & {q.question for q in heldout}
+
+
+def test_natural_ids_language_and_kinds(natural: list[Question], nset: NaturalSet) -> None:
+    assert all(re.fullmatch(nset.qid, q.qid) for q in natural)
     assert all(detect_language(q.question) == "bn" for q in natural), [
         q.qid for q in natural if detect_language(q.question) != "bn"
     ]
@@ -75,7 +102,7 @@ def test_natural_ids_language_and_kinds(natural: list[Question]) -> None:
     for q in natural:
         if q.qtype == "yes/no" and q.answerable:
             assert set(q.answers) <= YES_NO_ANSWERS, q.qid
-    assert {r["source"] for r in _raw(NATURAL)} == {"kbqa-natural-bn"}
+    assert {r["source"] for r in _raw(nset.path)} == {nset.source}
 
 
 def test_traps_size_languages_and_fields(traps: list[Question]) -> None:

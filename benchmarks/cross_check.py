@@ -5,8 +5,8 @@
 
 For each run, the answer the graph held when it reached the cross-check (the stage before the
 ``cross_check`` entry of ``stage_answers``, or the last stage of a run made without it) is put
-through all four of the node's rules (:func:`kbqa.answers.cross_check.decide`, as
-``--cross-check-rules all``; the default graph applies none since 2026-12-05) with the pattern
+through every rule of the node (:func:`kbqa.answers.cross_check.decide`, as
+``--cross-check-rules all``; the default graph applies only ``date``, since 2026-12-07) with the pattern
 extractor's span on the chunks the reader read (``context_chunk_ids``), so no LLM runs. Prints
 answerable F1, unanswerable abstention and overall F1 before and after, how many answers it
 changed, raised and lowered, for each language; ``--grid`` also prints the two coverage

@@ -12,7 +12,7 @@ grounding), the abstention check and :func:`kbqa.answers.cleanup.postprocess` wi
 snapping of ``finalize``. ``--reader-adapter DIR`` serves an adapter of your own on the first
 model. ``--cross-check auto|on`` puts each answer (or abstention) through the graph's
 ``cross_check`` rules that ``--cross-check-rules`` names (:func:`kbqa.answers.cross_check.decide`,
-with the pattern extractor on the same passages; default none) before that post-processing, as
+with the pattern extractor on the same passages; the graph's default is date) before that post-processing, as
 the graph reads. Medians of seconds per
 question; EM/F1 by the dataset's ``qtype``.
 """
@@ -124,7 +124,7 @@ def main() -> None:
     ap.add_argument(
         "--cross-check-rules",
         default="all",
-        help="with --cross-check auto|on: the rules applied (default all; the graph's is none)",
+        help="with --cross-check auto|on: the rules applied (default all; the graph's is date)",
     )
     ap.add_argument(
         "--exclude-sample",

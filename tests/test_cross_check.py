@@ -107,6 +107,10 @@ def test_a_blank_extractor_span_is_no_span_but_its_sentence_still_counts() -> No
     assert decide("সমতল", False, low, ABST, "other") == (ABST, True, "cross_check: abstained")
 
 
+BORN = found("১৮৯৯", sentence="তিনি ১৮৯৯ সালে এক দরিদ্র মুসলিম পরিবারে জন্মগ্রহণ করেন।")
+"""The extractor's dated span, in a sentence that also holds the reader's undated answer."""
+
+
 def test_a_rule_left_out_keeps_the_answer_it_would_have_changed() -> None:
     low = found("সমতল", coverage=ABSTAIN_BELOW - 0.01)
     high = found("সমতল", coverage=ANSWER_FROM)
@@ -115,6 +119,7 @@ def test_a_rule_left_out_keeps_the_answer_it_would_have_changed() -> None:
         "extractor": (("ঢাকা", False, SPAN, ABST, "location"), (SPAN.answer, False)),
         "wider-span": (("গোলাকার", False, SPAN, ABST, "other"), (SPAN.answer, False)),
         "answer": ((ABST, True, high, ABST, "other"), ("সমতল", False)),
+        "date": (("এক দরিদ্র মুসলিম পরিবারে", False, BORN, ABST, "date"), ("১৮৯৯", False)),
     }
     assert set(cases) == set(RULES)
     for rule, (args, changed) in cases.items():
@@ -154,3 +159,21 @@ def test_the_graph_applies_only_the_rules_it_is_given(tiny_index: Path) -> None:
     assert "cross_check: disagrees, kept" in kept["route"], kept["route"]
     assert "cross_check: disagrees, kept" in default["route"], default["route"]
     assert kept["answered_by"] != "cross_check"  # the reader's answer went on to finalize
+
+
+def test_a_date_question_answered_without_a_digit_takes_the_extractors_dated_span() -> None:
+    """A new user's finding: asked the year Nazrul was born, the reader answered with the
+    phrase beside the year; the extractor's span held the year."""
+    said = "এক দরিদ্র মুসলিম পরিবারে"
+    year = BORN
+    assert decide(said, False, year, ABST, "date", rules=("date",)) == (
+        "১৮৯৯", False, "cross_check: date")  # fmt: skip
+    assert decide(said, False, found("1899"), ABST, "date", rules=("date",))[0] == "1899"
+    kept = [
+        (said, year, "number"),  # only dates: a count may be a word (অষ্টম, দুই)
+        ("১৮৯৯ সালে", found("১৯০১"), "date"),  # the answer holds a digit: left to the reader
+        ("বৈশাখ মাসে", found("প্রতি বছর"), "date"),  # the span has no digit either
+    ]
+    for answer, span, qtype in kept:
+        assert decide(answer, False, span, ABST, qtype, rules=("date",))[0] == answer
+    assert decide(said, False, year, ABST, "date", rules=())[0] == said

@@ -75,10 +75,11 @@ def test_ablation_list() -> None:
     assert "full (bm25, no dense part, padding on, 0 retries)" in lexical  # the default
     assert not any("dense" in n or "fusion" in n or "RRF" in n for n in list(lexical)[1:])
     assert "no retry" not in lexical and "no fallback" not in lexical  # both off already
-    # the cross-check changes nothing without rules (the default): no row of its own
-    assert "no cross check" not in lexical
-    ruled = dict(ablations(Context(cross_check_rules="all"), has_dense=False))
-    assert ruled["no cross check"] == {"cross_check": "off"}
+    # the default's cross-check applies the date rule: a row of its own; without rules it
+    # changes nothing, so no row
+    assert lexical["no cross check"] == {"cross_check": "off"}
+    unruled = dict(ablations(Context(cross_check_rules="none"), has_dense=False))
+    assert "no cross check" not in unruled
     # the no-LLM row drops an English reader too (use_llm off refuses one)
     no_llm = dict(ablations(Context(model_en="qwen2.5-coder-1.5b")))["no LLM (pattern extractor)"]
     assert Context(**{"model_en": "qwen2.5-coder-1.5b", **no_llm}).use_llm is False

@@ -234,18 +234,19 @@ class Context:
         metadata={
             "description": "Check the reader against the pattern extractor on the same "
             "context, with the rules cross_check_rules (--cross-check-rules) names (by default "
-            "none: it only records whether the two agree): auto = Bangla questions only, on = "
-            "all, off = never."
+            "date only; otherwise it records whether the two agree): auto = Bangla questions "
+            "only, on = all, off = never."
         },
     )
     cross_check_rules: str = field(
-        default="none",
+        default="date",
         metadata={
             "description": "The cross-check's rules that apply, comma-separated: abstain (no "
             "sentence holds half the question's words), extractor (the extractor's span "
             "replaces an answer that shares no word with it), wider-span (it replaces an "
             "agreeing answer to a list, untyped or yes/no question), answer (it answers a "
-            "settled abstention); or all, or none. Default none: no rule raised both BanglaRQA "
+            "settled abstention), date (it answers a date question the reader answered with "
+            "no digit); or all, or none. Default date: no other rule raised both BanglaRQA "
             "samples without lowering questions written in people's own words "
             "(docs/finetune.md, 'Cross-check')."
         },

@@ -28,7 +28,7 @@ def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ``answered_by="cross_check"`` (and ``sources``, when an abstention is answered). Records a
     ``cross_check`` entry in ``stage_answers`` and one status on the route:
     ``cross_check: abstained``, ``cross_check: extractor``, ``cross_check: agrees``,
-    ``cross_check: agrees, extractor's span``, ``cross_check: answered``,
+    ``cross_check: agrees, extractor's span``, ``cross_check: answered``, ``cross_check: date``,
     ``cross_check: kept abstention``, ``cross_check: no span``, ``cross_check: disagrees,
     kept`` (only when the ``extractor`` rule is left out) or ``cross_check: skipped (LANG)``."""
     ctx = context_of(runtime)

@@ -26,6 +26,10 @@ def test_ask_returns_a_typed_answer(both_index: Path) -> None:
     assert [node for node, _ in answer.timings] == answer.route
     assert answer.seconds >= sum(s for _, s in answer.timings) > 0
     assert answer.output["context_chunk_ids"]  # everything the graph returned
+    assert answer.why is None  # an answer has no abstention reason
+    wordless = KBQA.from_index(both_index, model="fake/abstain", **FAKE).ask("???")
+    assert wordless.abstained and wordless.why is not None
+    assert wordless.why.startswith("the question has no word to search for")
 
 
 def test_batch_answers_in_order(both_index: Path) -> None:

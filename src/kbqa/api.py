@@ -90,6 +90,15 @@ class Answer:
     def __str__(self) -> str:
         return self.answer
 
+    @property
+    def why(self) -> str | None:
+        """Why the question was abstained on, as ``kbqa ask`` prints it after ``why:``
+        (:func:`kbqa.answers.explain.abstention_reason`); None for an answer, or when no reason
+        is known."""
+        from kbqa.answers.explain import abstention_reason
+
+        return abstention_reason(self.output)
+
     @classmethod
     def from_output(cls, question: str, out: dict[str, Any], seconds: float) -> Answer:
         """Build from the graph's output dict."""

@@ -8,7 +8,7 @@ on Bangla Wikipedia: on BanglaRQA validation (300 questions, seed 0) the pattern
 answerable F1 0.43 on the same retrieval against the reader's 0.30, and wins on every question
 type. The extractor picks the sentence that shares most content words with the question; the
 share it holds (:attr:`~kbqa.answers.extract.Extraction.coverage`) is a second opinion on whether
-the context answers at all. Three rules, in this order:
+the context answers at all. Four rules, in this order:
 
 1. an answer whose context holds no sentence with at least :data:`ABSTAIN_BELOW` of the
    question's content words becomes an abstention (``cross_check: abstained``);

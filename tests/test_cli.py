@@ -594,6 +594,38 @@ def test_help_shows_every_bracketed_word_it_was_given() -> None:
     assert checked >= 5, "ask, chat and eval's --llm-url, index's --store, chat's --db at least"
 
 
+def test_help_at_80_columns_prints_every_option_name_in_full() -> None:
+    """``kbqa ask --help`` in an 80-column terminal cut a dozen names (``--stop-reading-…``):
+    one table held every setting, so the longest names narrowed every column. The settings are
+    grouped by stage now (:data:`kbqa.cli.settings.HELP_PANELS`), one table each."""
+    import typer.main
+
+    checked = 0
+    for path, command in _commands(typer.main.get_command(app)):
+        names = [o for p in getattr(command, "params", []) for o in p.opts if o.startswith("--")]
+        if not names:
+            continue
+        res = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
+        assert res.exit_code == 0, res.output
+        shown = set(re.findall(r"--[\w-]+", res.output))
+        for name in names:
+            assert name in shown, f"kbqa {' '.join(path)} --help cut {name!r} at 80 columns"
+            checked += 1
+    assert checked >= 150
+
+
+def test_help_groups_the_graph_settings_by_stage() -> None:
+    from kbqa.cli.settings import HELP_PANELS
+
+    res = runner.invoke(app, ["ask", "--help"], env={"COLUMNS": "120", "TERMINAL_WIDTH": "120"})
+    panels = re.findall(r"╭─ ([\w ]+?) ─", res.output)
+    assert panels == ["Arguments", "Options", *HELP_PANELS], panels
+    from kbqa.context import Context
+
+    grouped = [n for names in HELP_PANELS.values() for n in names]
+    assert sorted(grouped) == sorted(set(Context.field_names()) - {"index_dir"})
+
+
 def test_a_file_name_with_a_newline_stays_on_its_sources_line(tmp_path: Path) -> None:
     """Issue 34 item 4: ``sources:`` printed a file name's newline as a line break."""
     kb = tmp_path / "kb"

@@ -51,6 +51,60 @@ INERT_UNLESS: dict[str, tuple[str, Callable[[Any], bool], str]] = {
 }
 """Settings that only act when another one is on: field -> (that field, its test, the option)."""
 
+HELP_PANELS: dict[str, tuple[str, ...]] = {
+    "Models": (
+        "model",
+        "reader_adapter",
+        "model_en",
+        "reader_adapter_en",
+        "llm_url",
+        "llm_model",
+        "llm_timeout",
+        "n_ctx",
+        "n_threads",
+        "use_llm",
+    ),
+    "Retrieval": (
+        "embedder",
+        "k",
+        "bm25_weight",
+        "dense_weight",
+        "fusion",
+        "candidate_pool",
+        "reranker",
+        "rerank_pool",
+        "rerank_weight",
+        "rerank_add",
+        "pad_previous",
+    ),
+    "Reading": (
+        "grounding",
+        "reading",
+        "stop_reading_below",
+        "abstention_threshold",
+        "abstention_phrase",
+        "abstention_phrase_en",
+        "max_answer_tokens",
+        "max_answer_chars",
+    ),
+    "Retry": ("max_retries", "retry_k", "retry_unread_first"),
+    "After reading": (
+        "cross_check",
+        "cross_check_rules",
+        "verify",
+        "verifier_model",
+        "verifier_adapter",
+        "max_verify_tokens",
+        "fallback",
+        "web_search",
+        "web_timeout",
+        "web_max_results",
+    ),
+}
+"""``--help`` groups the settings by pipeline stage, one table each (so one long option name
+no longer narrows every other table's columns); ``--index`` stays with the command's own."""
+_PANEL = {name: panel for panel, names in HELP_PANELS.items() for name in names}
+
 F = TypeVar("F", bound=Callable[..., Any])
 CLICK_CONTEXT = "kbqa_click_context"
 """The wrapper's own parameter for the command's context (which options the user gave)."""
@@ -115,7 +169,12 @@ def _parameter(name: str, hint: Any, help_text: str) -> inspect.Parameter:
     if env:  # Typer adds "[env var: ...]" itself
         help_text = help_text.replace(f" (env {env})", "")
     # Typer's help reads rich markup, which would drop "[server]" from "kbqa[server]"
-    option = typer.Option(*_typer_decls(name, hint), help=escape(help_text), envvar=env)
+    option = typer.Option(
+        *_typer_decls(name, hint),
+        help=escape(help_text),
+        envvar=env,
+        rich_help_panel=_PANEL.get(name),
+    )
     return inspect.Parameter(
         name,
         inspect.Parameter.KEYWORD_ONLY,
@@ -137,7 +196,9 @@ def context_options(only: Iterable[str] | None = None) -> Callable[[F], F]:
     def wrap(command: F) -> F:
         signature = inspect.signature(command, eval_str=True)
         own = [p for p in signature.parameters.values() if p.name != "settings"]
-        extra = [_parameter(n, hints[n], helps[n]) for n in names]
+        order = list(HELP_PANELS)  # the panels in pipeline order (Typer keeps first-seen order)
+        ranked = sorted(names, key=lambda n: order.index(_PANEL[n]) + 1 if n in _PANEL else 0)
+        extra = [_parameter(n, hints[n], helps[n]) for n in ranked]
         # Typer hands a parameter annotated typer.Context the command's context (not an option)
         extra.append(
             inspect.Parameter(

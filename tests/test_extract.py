@@ -82,6 +82,13 @@ def test_key_entities(question: str, entities: list[str]) -> None:
         ("Paris (the capital)", "location", [], "Paris"),
         ("ঢাকা কারণ এটি রাজধানী", "location", [], "ঢাকা"),
         ("Marie Curie", "person", [], "Marie Curie"),
+        ("১৯৭১ সালে", "date", [], "১৯৭১"),
+        ("২০১৪ সাল", "number", [], "২০১৪"),
+        ("৫৩২ খ্রিষ্টাব্দের", "other", [], "৫৩২"),
+        ("১৯২১–১৯৯২ সালে", "date", [], "১৯২১–১৯৯২"),
+        ("১৮১৭ সালের ১২ জুন", "date", [], "১৮১৭ সালের ১২ জুন"),  # a whole date stays
+        ("সালে", "date", [], "সালে"),
+        ("১৯৯৬ সাল থেকে", "date", [], "১৯৯৬ সাল থেকে"),  # "since 1996": not a bare year
     ],
 )
 def test_postprocess(answer: str, qtype: str, titles: list[str], expected: str) -> None:

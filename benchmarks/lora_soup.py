@@ -1,0 +1,82 @@
+"""A uniform soup of LoRA checkpoints: the mean of their weight updates, as one adapter.
+
+Model soups (Wortsman et al. 2022, "Model soups: averaging weights of multiple fine-tuned models
+improves accuracy without increasing inference time", ICML) average the weights of models
+fine-tuned from one start; the uniform soup is the plain mean. A LoRA's update of a weight
+``W`` is ``(alpha / r) * B @ A``, and the mean of the products is not the product of the means,
+so each module's mean update is computed in full (``(out, in)``, float64) and refactored to
+rank ``--rank`` by SVD (``B' = U_r sqrt(S_r / s)``, ``A' = sqrt(S_r / s) V_r^T``, with the
+output's scale ``s = alpha / rank``). The share of the update's energy that the truncation
+drops is printed per soup (worst module and mean).
+
+    python benchmarks/lora_soup.py --out /tmp/soup --rank 16 \\
+        runs/reader-syn/checkpoints/checkpoint-818 runs/reader-p7/checkpoints/checkpoint-815 \\
+        runs/reader-p8/checkpoints/checkpoint-827
+    kbqa finetune export /tmp/soup --out /tmp/soup-gguf      # then --reader-adapter /tmp/soup-gguf
+
+Each input is a PEFT adapter folder (``adapter_config.json`` and ``adapter_model.safetensors``:
+a ``kbqa finetune reader`` checkpoint); the checkpoints must share their base and LoRA targets,
+else ``SystemExit`` names the first difference. Needs the ``finetune`` extra (torch,
+safetensors). Writes a PEFT folder; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def soup(folders: list[Path], rank: int) -> tuple[dict, dict, list[float]]:
+    """The uniform soup of ``folders``' LoRA updates at ``rank``: (tensors, config, energy
+    dropped per module, each in [0, 1])."""
+    import torch
+    from safetensors.torch import load_file
+
+    configs = [json.loads((f / "adapter_config.json").read_text("utf-8")) for f in folders]
+    weights = [load_file(str(f / "adapter_model.safetensors")) for f in folders]
+    for folder, config, tensors in zip(folders[1:], configs[1:], weights[1:], strict=True):
+        if config["base_model_name_or_path"] != configs[0]["base_model_name_or_path"]:
+            raise SystemExit(f"{folder}: its base model differs from {folders[0]}'s")
+        if set(tensors) != set(weights[0]):
+            raise SystemExit(f"{folder}: its LoRA modules differ from {folders[0]}'s")
+    scale = configs[0]["lora_alpha"] / rank
+    out: dict = {}
+    dropped: list[float] = []
+    for key_a in sorted(k for k in weights[0] if "lora_A" in k):
+        key_b = key_a.replace("lora_A", "lora_B")
+        update = sum(
+            (c["lora_alpha"] / c["r"]) * (w[key_b].double() @ w[key_a].double())
+            for c, w in zip(configs, weights, strict=True)
+        ) / len(folders)
+        u, s, vh = torch.linalg.svd(update, full_matrices=False)
+        root = (s[:rank] / scale).sqrt()
+        out[key_a] = (root[:, None] * vh[:rank]).float().contiguous()
+        out[key_b] = (u[:, :rank] * root).float().contiguous()
+        dropped.append(float((s[rank:] ** 2).sum() / (s**2).sum()) if len(s) > rank else 0.0)
+    config = {**configs[0], "r": rank}
+    return out, config, dropped
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoints", nargs="+", type=Path, help="PEFT adapter folders")
+    parser.add_argument("--out", type=Path, required=True, help="folder to write the soup to")
+    parser.add_argument("--rank", type=int, default=16, help="LoRA rank of the soup")
+    args = parser.parse_args()
+    if len(args.checkpoints) < 2:
+        parser.error("a soup needs two checkpoints or more")
+    from safetensors.torch import save_file
+
+    tensors, config, dropped = soup(args.checkpoints, args.rank)
+    args.out.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(args.out / "adapter_model.safetensors"))
+    (args.out / "adapter_config.json").write_text(json.dumps(config, indent=2), "utf-8")
+    print(
+        f"{len(dropped)} modules; energy dropped at rank {args.rank}: "
+        f"worst {max(dropped):.2e}, mean {sum(dropped) / len(dropped):.2e}; wrote {args.out}"
+    )
+
+
+if __name__ == "__main__":
+    main()

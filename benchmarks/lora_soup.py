@@ -15,8 +15,9 @@ drops is printed per soup (worst module and mean).
     kbqa finetune export /tmp/soup --out /tmp/soup-gguf      # then --reader-adapter /tmp/soup-gguf
 
 Each input is a PEFT adapter folder (``adapter_config.json`` and ``adapter_model.safetensors``:
-a ``kbqa finetune reader`` checkpoint); the checkpoints must share their base and LoRA targets,
-else ``SystemExit`` names the first difference. Needs the ``finetune`` extra (torch,
+a ``kbqa finetune reader`` checkpoint) of a plain LoRA (no rsLoRA, DoRA, rank or alpha pattern,
+saved modules or embedding LoRA); the checkpoints must share their base and LoRA modules, and
+``--rank`` must not exceed a module's smaller dimension, else ``SystemExit`` names the problem. Needs the ``finetune`` extra (torch,
 safetensors). Writes a PEFT folder; asserts nothing.
 """
 
@@ -33,8 +34,28 @@ def soup(folders: list[Path], rank: int) -> tuple[dict, dict, list[float]]:
     import torch
     from safetensors.torch import load_file
 
+    for folder in folders:
+        for name in ("adapter_config.json", "adapter_model.safetensors"):
+            if not (folder / name).is_file():
+                raise SystemExit(f"{folder}: no {name} (not a PEFT LoRA adapter folder)")
     configs = [json.loads((f / "adapter_config.json").read_text("utf-8")) for f in folders]
     weights = [load_file(str(f / "adapter_model.safetensors")) for f in folders]
+    for folder, config, tensors in zip(folders, configs, weights, strict=True):
+        unsupported = [
+            key
+            for key in (
+                "use_rslora",
+                "use_dora",
+                "rank_pattern",
+                "alpha_pattern",
+                "modules_to_save",
+            )
+            if config.get(key)
+        ] + sorted({k for k in tensors if "lora_A" not in k and "lora_B" not in k})[:1]
+        if unsupported:
+            raise SystemExit(f"{folder}: a plain LoRA only; this one has {unsupported[0]}")
+        if not any("lora_A" in k for k in tensors):
+            raise SystemExit(f"{folder}: no LoRA modules (lora_A weights) in it")
     for folder, config, tensors in zip(folders[1:], configs[1:], weights[1:], strict=True):
         if config["base_model_name_or_path"] != configs[0]["base_model_name_or_path"]:
             raise SystemExit(f"{folder}: its base model differs from {folders[0]}'s")
@@ -49,11 +70,16 @@ def soup(folders: list[Path], rank: int) -> tuple[dict, dict, list[float]]:
             (c["lora_alpha"] / c["r"]) * (w[key_b].double() @ w[key_a].double())
             for c, w in zip(configs, weights, strict=True)
         ) / len(folders)
+        if rank > min(update.shape):
+            raise SystemExit(
+                f"--rank {rank} exceeds {key_a}'s smallest dimension {min(update.shape)}"
+            )
         u, s, vh = torch.linalg.svd(update, full_matrices=False)
         root = (s[:rank] / scale).sqrt()
         out[key_a] = (root[:, None] * vh[:rank]).float().contiguous()
         out[key_b] = (u[:, :rank] * root).float().contiguous()
-        dropped.append(float((s[rank:] ** 2).sum() / (s**2).sum()) if len(s) > rank else 0.0)
+        energy = float((s**2).sum())
+        dropped.append(float((s[rank:] ** 2).sum()) / energy if energy > 0 else 0.0)
     config = {**configs[0], "r": rank}
     return out, config, dropped
 
@@ -62,10 +88,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoints", nargs="+", type=Path, help="PEFT adapter folders")
     parser.add_argument("--out", type=Path, required=True, help="folder to write the soup to")
-    parser.add_argument("--rank", type=int, default=16, help="LoRA rank of the soup")
+    parser.add_argument("--rank", type=int, default=16, help="LoRA rank of the soup (1 or more)")
     args = parser.parse_args()
     if len(args.checkpoints) < 2:
         parser.error("a soup needs two checkpoints or more")
+    if args.rank < 1:
+        parser.error("--rank must be 1 or more")
     from safetensors.torch import save_file
 
     tensors, config, dropped = soup(args.checkpoints, args.rank)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kbqa.answers.aligned import aligned_span, same_stem
-from kbqa.answers.cleanup import postprocess
+from kbqa.answers.cleanup import drop_year_word, postprocess
 from kbqa.answers.extract import PATTERNS, extract_answer, sentences
 from kbqa.answers.snap import snap_to_context
 from kbqa.answers.web_query import key_entities, web_query
@@ -82,17 +82,39 @@ def test_key_entities(question: str, entities: list[str]) -> None:
         ("Paris (the capital)", "location", [], "Paris"),
         ("ঢাকা কারণ এটি রাজধানী", "location", [], "ঢাকা"),
         ("Marie Curie", "person", [], "Marie Curie"),
-        ("১৯৭১ সালে", "date", [], "১৯৭১"),
-        ("২০১৪ সাল", "number", [], "২০১৪"),
-        ("৫৩২ খ্রিষ্টাব্দের", "other", [], "৫৩২"),
-        ("১৯২১–১৯৯২ সালে", "date", [], "১৯২১–১৯৯২"),
-        ("১৮১৭ সালের ১২ জুন", "date", [], "১৮১৭ সালের ১২ জুন"),  # a whole date stays
-        ("সালে", "date", [], "সালে"),
-        ("১৯৯৬ সাল থেকে", "date", [], "১৯৯৬ সাল থেকে"),  # "since 1996": not a bare year
     ],
 )
 def test_postprocess(answer: str, qtype: str, titles: list[str], expected: str) -> None:
     assert postprocess(answer, qtype, titles) == expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("১৯৭১ সালে", "১৯৭১"),
+        ("1971 সালে", "1971"),
+        ("২০১৪ সাল", "২০১৪"),
+        ("৫৩২ খ্রিষ্টাব্দের", "৫৩২"),
+        ("১৯২১–১৯৯২ সালে", "১৯২১–১৯৯২"),
+        ("২০২০-২১ সালের", "২০২০-২১"),
+        ("১৯৭১ সালে।", "১৯৭১"),  # a danda, a full stop, a no-break space do not hide the word
+        ("১৯৭১ সালে.", "১৯৭১"),
+        ("১৯৭১ সালে\u00a0", "১৯৭১"),
+        ("১৯৭১ সা\u200cলে", "১৯৭১"),  # nor does a ZWNJ typed inside it
+        ("\u200b১৯৭১ সালে", "১৯৭১"),
+        ("১৮১৭ সালের ১২ জুন", "১৮১৭ সালের ১২ জুন"),  # a whole date stays
+        ("১৯৯৬ সাল থেকে", "১৯৯৬ সাল থেকে"),  # "since 1996": not a bare year
+        ("১৯৭১ ও ১৯৭২ সালে", "১৯৭১ ও ১৯৭২ সালে"),
+        ("সালে", "সালে"),
+        ("৫ সাল", "৫ সাল"),  # not a year
+        ("৫০০০০০ সালে", "৫০০০০০ সালে"),
+        ("१९७१ সালে", "१९७१ সালে"),  # other scripts' digits: not read as a year
+        ("১৯৭১", "১৯৭১"),
+        ("", ""),
+    ],
+)
+def test_drop_year_word(answer: str, expected: str) -> None:
+    assert drop_year_word(answer) == expected
 
 
 @pytest.mark.parametrize(

@@ -168,6 +168,24 @@ def test_an_answer_in_no_passage_is_not_an_answer(
     assert out["raw_answer"] == invented
 
 
+@pytest.mark.parametrize(
+    ("reply", "answer"),
+    [
+        ("১৮৬১ সালে", "১৮৬১"),  # the passage's "১৮৬১ সালে": the year, without its year word
+        # the passage has 1861 but not "১৮৬১ খ্রিস্টাব্দে": grounded before the word is dropped
+        ("১৮৬১ খ্রিস্টাব্দে", ABST),
+    ],
+)
+def test_a_year_loses_its_year_word_once_grounded(
+    both_index: Path, reply: str, answer: str
+) -> None:
+    ctx = Context(index_dir=str(both_index), embedder="fake/hash", model=script(reply),
+                  web_search="off", verify=False, cross_check="off")  # fmt: skip
+    out = graph.invoke({"question": "রবীন্দ্রনাথ ঠাকুর কত সালে জন্মগ্রহণ করেন?"}, context=ctx)
+    assert out["answer"] == answer, out["route"]
+    assert out["abstained"] == (answer == ABST)
+
+
 def test_fallback_records_the_chunks_it_read(both_index: Path) -> None:
     from kbqa.resources import retriever_for
 
@@ -258,6 +276,15 @@ def test_the_cross_check_answers_an_abstention_its_context_answers(both_index: P
     assert [s["doc_id"] for s in out["sources"]] == ["d1"] and out["question_coverage"] == 1.0
     with pytest.raises(ValueError, match="cross_check must be auto, on or off, got 'yes'"):
         Context(cross_check="yes")  # type: ignore[arg-type]
+
+
+def test_a_kept_answer_records_the_extractors_span_it_disagreed_with(both_index: Path) -> None:
+    """A new user saw ``cross_check: disagrees, kept`` and no way to see the other answer."""
+    out = run(both_index, script("বুড়িগঙ্গা নদীর তীরে"), cross_check="auto",
+              cross_check_rules="none", fallback=False, verify=False)  # fmt: skip
+    assert "cross_check: disagrees, kept" in out["route"], out["route"]
+    assert out["answer"] == "বুড়িগঙ্গা নদীর তীরে"
+    assert out["extracted_answer"] == "বৃহত্তম শহর"
 
 
 UNSUPPORTED = "মঙ্গল গ্রহের প্রথম মেয়রের নাম কী?"

@@ -150,6 +150,9 @@ class OutputState(TypedDict, total=False):
             later stage changed.
         question_coverage: Share (0-1) of the question's content words held by the context's best
             sentence, as the cross-check measured it (cross_check); None when it did not run.
+        extracted_answer: The pattern extractor's span on the context the reader read, the one
+            the cross-check compared the reader's answer with, whether or not it was taken
+            (cross_check); "" when it found none or did not run.
         verified_answer: What the verifier returned (verify).
         verify_changed: True when the verifier changed the answer (verify).
         fallback_answer: What the precision pipeline returned (fallback).
@@ -185,6 +188,7 @@ class OutputState(TypedDict, total=False):
     readings: list[PassageReading]
     stage_answers: Annotated[list[StageAnswer], extend]
     question_coverage: float | None
+    extracted_answer: str
     verified_answer: str
     verify_changed: bool
     fallback_answer: str

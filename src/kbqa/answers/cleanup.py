@@ -3,7 +3,7 @@
 Two steps, both here: :func:`clean_answer` reads the answer line out of a reader's raw output
 (before the abstention check judges it), and :func:`postprocess` with :func:`snap_to_context`
 shapes the final answer (the ``finalize`` node), after the cross-check, verifier, fallback or
-web stage may have replaced it.
+web stage may have replaced it; :func:`drop_year_word` is its last step, after grounding.
 """
 
 from __future__ import annotations
@@ -64,11 +64,12 @@ _EXPLANATION = regex.compile(
 _YES_NO = regex.compile(rf"^({YES_NO_PATTERN})\b[\s,.;:!।-]", regex.I)
 _LEADING_PREPOSITION = regex.compile(r"^(?:on|in|at|since|by|from|around|about)\s+(?=\S)", regex.I)
 _YEAR_WORD = regex.compile(
-    r"^(\p{Nd}[\p{Nd},]*(?:\s*[-–]\s*\p{Nd}[\p{Nd},]*)?)\s+"
+    r"^([০-৯0-9]{3,4}(?:\s*[-–]\s*[০-৯0-9]{2,4})?)\s+"
     r"(?:সাল|সালে|সালের|খ্রিস্টাব্দ|খ্রিস্টাব্দে|খ্রিস্টাব্দের|খ্রিষ্টাব্দ|খ্রিষ্টাব্দে|খ্রিষ্টাব্দের)$"
 )
-"""A year and nothing but its Bangla year word (``১৯৭১ সালে``, "in the year 1971"; ``৫৩২
-খ্রিষ্টাব্দের``, "of 532 AD"): the answer is the year."""
+"""A year (three or four Bangla or ASCII digits, or a range of years) and nothing but its
+Bangla year word (``১৯৭১ সালে``, "in the year 1971"; ``৫৩২ খ্রিষ্টাব্দের``, "of 532 AD")."""
+_FORMAT_CHARS = regex.compile(r"\p{Cf}")
 
 
 YES_NO_IN = {
@@ -89,12 +90,9 @@ def postprocess(
     - an explanation after the answer (``because ...``, ``কারণ ...``, a parenthesis) is cut;
     - yes/no answers are reduced to ``হ্যাঁ``/``না``/``Yes``/``No``, and a bare yes/no word
       is given in the question's ``language`` (``bn``/``en``; ``yes`` -> ``হ্যাঁ``) when known;
-    - date and location answers lose a leading English preposition (``in 1903`` -> ``1903``);
-    - a year followed only by its Bangla year word loses the word (``১৯৭১ সালে`` -> ``১৯৭১``),
-      whatever the question's type. The shortest span that answers is the convention of SQuAD
-      and BanglaRQA, whose validation answers give a four-digit year bare 88 times and with a
-      year word 6 times; Haque 2020, the reader's training data, keeps the word in 50 of its 91,
-      so the reader learned to write it.
+    - date and location answers lose a leading English preposition (``in 1903`` -> ``1903``).
+
+    A Bangla year word is dropped later (:func:`drop_year_word`), once the answer is grounded.
     """
     for title in titles:
         for form in {title, title.replace(" ", "_")}:
@@ -109,6 +107,21 @@ def postprocess(
         answer = YES_NO_IN[language][answer.lower()]
     if question_type in ("date", "location"):
         answer = _LEADING_PREPOSITION.sub("", answer)
-    if m := _YEAR_WORD.match(answer):
-        answer = m.group(1)
     return answer.rstrip(_TRAILING)
+
+
+def drop_year_word(answer: str) -> str:
+    """``answer`` without its Bangla year word when it is a year and that word only
+    (``১৯৭১ সালে`` -> ``১৯৭১``, ``২০২০-২১ সালের`` -> ``২০২০-২১``), whatever the question's type;
+    any other answer unchanged (``১৮১৭ সালের ১২ জুন``, ``১৯৯৬ সাল থেকে``).
+
+    The shortest span that answers is the convention of SQuAD and BanglaRQA, whose validation
+    answers give a four-digit year bare 88 times and with a year word 6 times; Haque 2020, the
+    reader's training data, keeps the word in 50 of its 91, so the reader learned to write it.
+    ``finalize`` applies it after grounding: a passage must hold the year with its word (``১৯৭১
+    জন`` does not ground ``১৯৭১ সালে``). Trailing punctuation and format characters (ZWNJ, ZWJ)
+    do not hide the word.
+    """
+    bare = _FORMAT_CHARS.sub("", answer).strip().rstrip(_TRAILING + "\u00a0").strip()
+    m = _YEAR_WORD.match(bare)
+    return m.group(1) if m else answer

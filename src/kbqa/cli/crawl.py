@@ -36,7 +36,10 @@ def crawl_(
             "--strategy to clean; main: trafilatura's main content only."
         ),
     ] = "full",
-    ignore_robots: Annotated[bool, typer.Option(help="Do not honour robots.txt.")] = False,
+    ignore_robots: Annotated[
+        bool,  # a flag: no --no- form to widen the help's option column
+        typer.Option("--ignore-robots", help="Do not honour robots.txt."),
+    ] = False,
 ) -> None:
     """Crawl a website breadth-first into a JSON Lines corpus that `kbqa index` reads."""
     from kbqa.corpus.crawl import CrawlConfig, crawl

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from itertools import pairwise
 from typing import Any
 
-from kbqa.answers.cleanup import postprocess
+from kbqa.answers.cleanup import drop_year_word, postprocess
 from kbqa.evals.evaluators import RECALL_KS
 from kbqa.evals.metrics import exact_match, max_over_golds, token_f1
 
@@ -115,7 +115,8 @@ def after_each_stage(records: list[Record]) -> list[dict[str, Any]]:
 
     A question's answer after stage S is its last ``stage_answers`` entry of a stage at or
     before S in :data:`STAGE_ORDER`, shaped by ``finalize``'s
-    :func:`~kbqa.answers.cleanup.postprocess`. Its snapping to the passages is not redone
+    :func:`~kbqa.answers.cleanup.postprocess` and
+    :func:`~kbqa.answers.cleanup.drop_year_word`. Its snapping and grounding are not redone
     (records do not hold the passages), so the last row can differ from the run's own scores
     by those few answers. A question's time is the seconds of the nodes charged to those
     stages. Scores are token F1 and EM with the abstention rule of the evaluators (an
@@ -138,6 +139,7 @@ def after_each_stage(records: list[Record]) -> list[dict[str, Any]]:
             answer, abstained = str(seen[-1]["answer"]), bool(seen[-1]["abstained"])
             if not abstained:  # finalize's clean-up (its snapping needs passages not recorded)
                 answer = postprocess(answer, r.get("question_type", "other"), [], r.get("language"))
+                answer = drop_year_word(answer)
             gold = r.get("gold") or []
             f1 = max_over_golds(token_f1, answer, gold, abstained=abstained)
             f1_all.append(f1)

@@ -23,7 +23,7 @@ def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     :func:`~kbqa.answers.cross_check.applies`.
 
     Sets ``question_coverage`` (:attr:`~kbqa.answers.extract.Extraction.coverage`; 0 without a
-    sentence).
+    sentence) and ``extracted_answer`` (the extractor's span, taken or not; "" without one).
     A changed answer sets ``answer``, ``raw_answer``, ``abstained`` and
     ``answered_by="cross_check"`` (and ``sources``, when an abstention is answered). Records a
     ``cross_check`` entry in ``stage_answers`` and one status on the route:
@@ -55,7 +55,10 @@ def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             state.get("question_type", "other"),
             rules=parse_rules(ctx.cross_check_rules),
         )
-        update = {"question_coverage": round(found.coverage, 4) if found else 0.0}
+        update = {
+            "question_coverage": round(found.coverage, 4) if found else 0.0,
+            "extracted_answer": found.answer if found else "",
+        }
         if found is not None and state.get("abstained") and not abstained:  # rule 3
             retrieved = state.get("retrieved", [])
             update["sources"] = chunk_sources(chunks, retrieved, [found.chunk_id]) or (

@@ -7,7 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kbqa.answers.cleanup import YES_NO_IN, postprocess
+from kbqa.answers.cleanup import YES_NO_IN, drop_year_word, postprocess
 from kbqa.answers.followup import topic_title
 from kbqa.answers.snap import ground_answer, snap_to_context, snap_to_span
 from kbqa.context import Context, context_of
@@ -49,7 +49,8 @@ def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     :func:`~kbqa.answers.snap.snap_to_context`), or give the abstention phrase of the
     question's language (:meth:`~kbqa.context.Context.abstention_for`). An answer that no
     passage it was read from holds (:func:`~kbqa.answers.snap.ground_answer`) becomes the
-    abstention, and the route records ``finalize: ungrounded``."""
+    abstention, and the route records ``finalize: ungrounded``. A grounded year loses its Bangla
+    year word last (:func:`~kbqa.answers.cleanup.drop_year_word`)."""
     ctx = context_of(runtime)
     status = None
     answer = state.get("answer", "")
@@ -65,7 +66,7 @@ def finalize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         kept = ground_answer(answer, passages)
         if answer and not kept:
             status = "finalize: ungrounded"
-        answer, abstained = kept, not kept
+        answer, abstained = drop_year_word(kept), not kept
     final = ctx.abstention_for(state.get("language")) if abstained else answer
     sources = state.get("sources", [])
     turn: Turn = {

@@ -15,8 +15,8 @@ drops is printed per soup (worst module and mean).
     kbqa finetune export /tmp/soup --out /tmp/soup-gguf      # then --reader-adapter /tmp/soup-gguf
 
 Each input is a PEFT adapter folder (``adapter_config.json`` and ``adapter_model.safetensors``:
-a ``kbqa finetune reader`` checkpoint) of a plain LoRA (no rsLoRA, DoRA, rank or alpha pattern,
-saved modules or embedding LoRA); the checkpoints must share their base and LoRA modules, and
+a ``kbqa finetune reader`` checkpoint) of a plain LoRA of linear layers (no rsLoRA, DoRA, rank
+or alpha pattern, LoRA bias, saved modules or embedding LoRA); the checkpoints must share their base and LoRA modules, and
 ``--rank`` must not exceed a module's smaller dimension, else ``SystemExit`` names the problem. Needs the ``finetune`` extra (torch,
 safetensors). Writes a PEFT folder; asserts nothing.
 """
@@ -49,6 +49,7 @@ def soup(folders: list[Path], rank: int) -> tuple[dict, dict, list[float]]:
                 "rank_pattern",
                 "alpha_pattern",
                 "modules_to_save",
+                "lora_bias",
             )
             if config.get(key)
         ] + sorted({k for k in tensors if "lora_A" not in k and "lora_B" not in k})[:1]
@@ -56,6 +57,11 @@ def soup(folders: list[Path], rank: int) -> tuple[dict, dict, list[float]]:
             raise SystemExit(f"{folder}: a plain LoRA only; this one has {unsupported[0]}")
         if not any("lora_A" in k for k in tensors):
             raise SystemExit(f"{folder}: no LoRA modules (lora_A weights) in it")
+        unpaired = [
+            k for k in tensors if "lora_A" in k and k.replace("lora_A", "lora_B") not in tensors
+        ]
+        if unpaired:
+            raise SystemExit(f"{folder}: {unpaired[0]} has no lora_B weight beside it")
     for folder, config, tensors in zip(folders[1:], configs[1:], weights[1:], strict=True):
         if config["base_model_name_or_path"] != configs[0]["base_model_name_or_path"]:
             raise SystemExit(f"{folder}: its base model differs from {folders[0]}'s")

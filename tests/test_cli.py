@@ -122,6 +122,9 @@ def test_ask_says_web_search_is_off_when_a_question_ends_unanswered(both_index: 
           "reader said: টোকিও (replaced by finalize)"]),
         # the reader's own answer, kept: nothing to explain
         ("বাংলাদেশের রাজধানী কোথায়?", "fake/script:ঢাকা", [], []),
+        # kept over the extractor's different span: the other reading is shown
+        ("বাংলাদেশের রাজধানী কোথায়?", "fake/script:বুড়িগঙ্গা নদীর তীরে", [],
+         ["extractor found: বৃহত্তম শহর (not taken)"]),
     ],
 )  # fmt: skip
 def test_ask_says_why_it_abstained_and_what_the_reader_said(
@@ -129,7 +132,8 @@ def test_ask_says_why_it_abstained_and_what_the_reader_said(
 ) -> None:
     code, text = run_fake("ask", question, tiny_index, *extra, model=model)
     assert code == 0, text
-    notes = [line for line in text.splitlines() if line.startswith(("why:", "reader said:"))]
+    notes = [line for line in text.splitlines()
+             if line.startswith(("why:", "reader said:", "extractor found:"))]  # fmt: skip
     assert notes == said, text
 
 

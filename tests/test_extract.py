@@ -99,6 +99,9 @@ def test_postprocess(answer: str, qtype: str, titles: list[str], expected: str) 
         ("২০২০-২১ সালের", "২০২০-২১"),
         ("১৯৭১ সালে।", "১৯৭১"),  # a danda, a full stop, a no-break space do not hide the word
         ("১৯৭১ সালে.", "১৯৭১"),
+        ("১৯৭১ সালে৷", "১৯৭১"),  # U+09F7, typed for a danda
+        ("১৯৭১ সালে॥", "১৯৭১"),
+        ("২০২০—২১ সালে", "২০২০—২১"),
         ("১৯৭১ সালে\u00a0", "১৯৭১"),
         ("১৯৭১ সা\u200cলে", "১৯৭১"),  # nor does a ZWNJ typed inside it
         ("\u200b১৯৭১ সালে", "১৯৭১"),

@@ -64,7 +64,7 @@ _EXPLANATION = regex.compile(
 _YES_NO = regex.compile(rf"^({YES_NO_PATTERN})\b[\s,.;:!।-]", regex.I)
 _LEADING_PREPOSITION = regex.compile(r"^(?:on|in|at|since|by|from|around|about)\s+(?=\S)", regex.I)
 _YEAR_WORD = regex.compile(
-    r"^([০-৯0-9]{3,4}(?:\s*[-–]\s*[০-৯0-9]{2,4})?)\s+"
+    r"^([০-৯0-9]{3,4}(?:\s*[-–—]\s*[০-৯0-9]{2,4})?)\s+"
     r"(?:সাল|সালে|সালের|খ্রিস্টাব্দ|খ্রিস্টাব্দে|খ্রিস্টাব্দের|খ্রিষ্টাব্দ|খ্রিষ্টাব্দে|খ্রিষ্টাব্দের)$"
 )
 """A year (three or four Bangla or ASCII digits, or a range of years) and nothing but its
@@ -122,6 +122,6 @@ def drop_year_word(answer: str) -> str:
     জন`` does not ground ``১৯৭১ সালে``). Trailing punctuation and format characters (ZWNJ, ZWJ)
     do not hide the word.
     """
-    bare = _FORMAT_CHARS.sub("", answer).strip().rstrip(_TRAILING + "\u00a0").strip()
+    bare = _FORMAT_CHARS.sub("", answer).strip().rstrip(_TRAILING + "\u00a0॥৷…").strip()
     m = _YEAR_WORD.match(bare)
     return m.group(1) if m else answer

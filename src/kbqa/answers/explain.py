@@ -1,5 +1,6 @@
 """What ``kbqa ask`` and ``kbqa chat`` say about an answer besides the answer: the reader's own
-answer when a later stage replaced it, and why a question was abstained on. Plain functions of
+answer when a later stage replaced it, the extractor's span when the reader's answer was kept
+over it, and why a question was abstained on. Plain functions of
 the graph's output (:class:`~kbqa.state.OutputState`)."""
 
 from __future__ import annotations
@@ -47,6 +48,17 @@ def reader_note(out: dict[str, Any]) -> str | None:
     if not stages:
         return None
     return f"reader said: {out['reader_answer']} (replaced by {', then '.join(stages)})"
+
+
+def extractor_note(out: dict[str, Any]) -> str | None:
+    """``extractor found: X (not taken)`` when the cross-check kept the reader's answer over a
+    different span of the pattern extractor (``cross_check: disagrees, kept`` on the route and
+    ``extracted_answer`` set), else None: the other reading of the same passages, for a user
+    who wonders which to trust (a new user's finding)."""
+    span = str(out.get("extracted_answer") or "")
+    if not span or "cross_check: disagrees, kept" not in out.get("route", []):
+        return None
+    return f"extractor found: {span} (not taken)"
 
 
 def _status_after(route: list[str], node: str) -> str:

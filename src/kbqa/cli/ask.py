@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kbqa.answers.explain import abstention_reason, reader_note
+from kbqa.answers.explain import abstention_reason, extractor_note, reader_note
 from kbqa.cli.app import app, fail
 from kbqa.cli.settings import context_options
 from kbqa.errors import KBQAError
@@ -174,7 +174,8 @@ def print_answer(out: dict[str, Any], index_dir: str) -> None:
     abstention, the passages it read: :data:`PASSAGES_READ`) and the route."""
     typer.echo(f"answer: {out['answer']}")
     typer.echo(f"abstained: {str(out['abstained']).lower()}")
-    for note in (f"why: {why}" if (why := abstention_reason(out)) else None, reader_note(out)):
+    why = abstention_reason(out)
+    for note in (f"why: {why}" if why else None, reader_note(out), extractor_note(out)):
         if note:
             typer.echo(note)
     # an abstention cites nothing: its passages are where the reader looked

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kbqa.answers.explain import abstention_reason, reader_note
+from kbqa.answers.explain import abstention_reason, extractor_note, reader_note
 from kbqa.cli.app import app, fail
 from kbqa.cli.ask import PASSAGES_READ, WEB_SEARCH_OFF, load_models, make_context, reachable
 from kbqa.cli.chat_commands import run_command
@@ -166,6 +166,7 @@ class Session:
                     "abstained",
                     "answered_by",
                     "reader_answer",
+                    "extracted_answer",
                     "abstention_probability",
                     "readings",
                     "sources",
@@ -196,7 +197,7 @@ class Session:
             self.say(f"  (understood as: {out['question']})", "dim")
         self.console.print(f"answer: {out.get('answer', '')}", style="bold", markup=False)
         why = abstention_reason(out)
-        for note in (f"why: {why}" if why else None, reader_note(out)):
+        for note in (f"why: {why}" if why else None, reader_note(out), extractor_note(out)):
             if note:
                 self.say(f"  {note}", "dim")
         if out.get("abstained") and out.get("sources"):

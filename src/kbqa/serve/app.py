@@ -48,14 +48,15 @@ INSTALL_HINT = "pip install 'kbqa[web]' (starlette, uvicorn)"
 
 def answer_payload(out: dict[str, Any], sentence_of: Any) -> dict[str, Any]:
     """What the page shows for one answer: the answer, whether it abstained and why, the
-    reader's own answer when a later stage replaced it, the question as understood (a
-    follow-up), and the sources, each with the sentence the answer came from and a link.
+    reader's own answer when a later stage replaced it (or the extractor's span when the
+    reader's was kept over it), the question as understood (a follow-up), and the sources,
+    each with the sentence the answer came from and a link.
 
     Args:
         out: The graph's output (:class:`~kbqa.state.OutputState`).
         sentence_of: ``source -> str``: the sentence of a cited chunk that holds the answer.
     """
-    from kbqa.answers.explain import abstention_reason, reader_note
+    from kbqa.answers.explain import abstention_reason, extractor_note, reader_note
 
     sources = []
     for src in out.get("sources", []):
@@ -73,6 +74,7 @@ def answer_payload(out: dict[str, Any], sentence_of: Any) -> dict[str, Any]:
         "abstained": bool(out.get("abstained")),
         "why": abstention_reason(out),
         "reader_note": reader_note(out),
+        "extractor_note": extractor_note(out),
         "understood_as": out.get("question") if out.get("asked") else None,
         "answered_by": out.get("answered_by", ""),
         "sources": sources,

@@ -38,9 +38,19 @@ def soup(folders: list[Path], rank: int) -> tuple[dict, dict, list[float]]:
         for name in ("adapter_config.json", "adapter_model.safetensors"):
             if not (folder / name).is_file():
                 raise SystemExit(f"{folder}: no {name} (not a PEFT LoRA adapter folder)")
-    configs = [json.loads((f / "adapter_config.json").read_text("utf-8")) for f in folders]
-    weights = [load_file(str(f / "adapter_model.safetensors")) for f in folders]
+    configs, weights = [], []
+    for folder in folders:
+        try:
+            configs.append(json.loads((folder / "adapter_config.json").read_text("utf-8")))
+            weights.append(load_file(str(folder / "adapter_model.safetensors")))
+        except (ValueError, OSError) as exc:  # bad JSON or a corrupt safetensors file
+            raise SystemExit(f"{folder}: cannot read the adapter: {exc}") from exc
     for folder, config, tensors in zip(folders, configs, weights, strict=True):
+        missing = [k for k in ("r", "lora_alpha", "base_model_name_or_path") if k not in config]
+        if missing:
+            raise SystemExit(f"{folder}: adapter_config.json has no {missing[0]}")
+        if any(t.dim() != 2 for t in tensors.values()):
+            raise SystemExit(f"{folder}: a plain LoRA of linear layers only (2-D weights)")
         unsupported = [
             key
             for key in (
@@ -67,6 +77,11 @@ def soup(folders: list[Path], rank: int) -> tuple[dict, dict, list[float]]:
             raise SystemExit(f"{folder}: its base model differs from {folders[0]}'s")
         if set(tensors) != set(weights[0]):
             raise SystemExit(f"{folder}: its LoRA modules differ from {folders[0]}'s")
+        for key, tensor in tensors.items():
+            if "lora_B" in key and tensor.shape[0] != weights[0][key].shape[0]:
+                raise SystemExit(f"{folder}: {key} has another shape than {folders[0]}'s")
+            if "lora_A" in key and tensor.shape[1] != weights[0][key].shape[1]:
+                raise SystemExit(f"{folder}: {key} has another shape than {folders[0]}'s")
     scale = configs[0]["lora_alpha"] / rank
     out: dict = {}
     dropped: list[float] = []

@@ -93,15 +93,6 @@ def items(run: str, chunks: list[Chunk]) -> list[Item]:
     return out
 
 
-def arbiter_inputs(item: Item) -> dict[str, Any]:
-    """What the ``arbiter`` rule reads besides the two spans: the question and the reader's
-    abstention probability, from the record."""
-    return {
-        "question": item.record["question"],
-        "abstention_probability": item.record.get("abstention_probability"),
-    }
-
-
 def qtype(item: Item) -> str:
     """The question type classify gave the item's question."""
     return str(item.record.get("question_type", "other"))
@@ -147,7 +138,7 @@ def ablation(bangla: list[Item]) -> None:
         (f"only {r}", (r,)) for r in RULES]  # fmt: skip
     for name, rules in variants:
         rows = [(i, *decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE, qtype(i),
-                            rules=rules, **arbiter_inputs(i))[:2]) for i in bangla]  # fmt: skip
+                            rules=rules)[:2]) for i in bangla]  # fmt: skip
         moved = moves(rows)
         f, u, o = summary(rows)
         print(f"| {name} | {f:.3f} | {u:.1%} | {o:.3f} | {moved['changed']} | "
@@ -168,8 +159,8 @@ def replay(run: str, index: str, grid: bool, ablate: bool = False) -> None:
     for key in sorted(by_lang, key=lambda k: (k == "all", k)):
         group = by_lang[key]
         before = [(i, i.answer, i.abstained) for i in group]
-        after = [(i, *decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE, qtype(i),
-                             **arbiter_inputs(i))[:2]) for i in group]  # fmt: skip
+        after = [(i, *decide(i.answer, i.abstained, i.found, ABSTENTION_PHRASE, qtype(i))[:2])
+                 for i in group]  # fmt: skip
         moved = moves(after)
         b, a = summary(before), summary(after)
         print(f"| {key} | {len(group)} | {b[0]:.3f} -> {a[0]:.3f} | {b[1]:.1%} -> {a[1]:.1%} "

@@ -120,17 +120,13 @@ def test_a_rule_left_out_keeps_the_answer_it_would_have_changed() -> None:
         "wider-span": (("গোলাকার", False, SPAN, ABST, "other"), (SPAN.answer, False)),
         "answer": ((ABST, True, high, ABST, "other"), ("সমতল", False)),
         "date": (("এক দরিদ্র মুসলিম পরিবারে", False, BORN, ABST, "date"), ("১৮৯৯", False)),
-        # the shipped arbiter takes a dated span over an undated one on a date question
-        "arbiter": (("১৮৯৯ সালের শেষে", False, BORN, ABST, "date"), ("১৮৯৯", False)),
     }
     assert set(cases) == set(RULES)
     for rule, (args, changed) in cases.items():
-        # the arbiter is asked only with a question; the other rules' cases do without one
-        asked = {"question": "নজরুল কত সালে জন্মগ্রহণ করেন?"} if rule == "arbiter" else {}
-        assert decide(*args, rules=(rule,), **asked)[:2] == changed, rule
+        assert decide(*args)[:2] == changed, rule
         others = tuple(r for r in RULES if r != rule)
-        assert decide(*args, rules=others, **asked)[:2] == (args[0], args[1]), rule
-        assert decide(*args, rules=(), **asked)[:2] == (args[0], args[1]), rule
+        assert decide(*args, rules=others)[:2] == (args[0], args[1]), rule
+        assert decide(*args, rules=())[:2] == (args[0], args[1]), rule
 
 
 def test_the_rules_setting_names_rules_and_refuses_others(tiny_index: Path) -> None:
@@ -154,10 +150,7 @@ def test_the_graph_applies_only_the_rules_it_is_given(tiny_index: Path) -> None:
     question = "বাংলাদেশের রাজধানী কোথায়?"
     base = dict(index_dir=str(tiny_index), embedder="fake/hash", model="fake/script:প্যারিস",
                 web_search="off", max_retries=0)  # fmt: skip
-    rules = ",".join(r for r in RULES if r != "arbiter")  # the arbiter decides first: below
-    every = graph.invoke({"question": question}, context=Context(**base, cross_check_rules=rules))
-    learned = graph.invoke({"question": question}, context=Context(**base, cross_check_rules="all"))
-    assert learned["route"][5] in ("cross_check: arbiter", "cross_check: extractor")
+    every = graph.invoke({"question": question}, context=Context(**base, cross_check_rules="all"))
     default = graph.invoke({"question": question}, context=Context(**base))  # rules: none
     kept = graph.invoke({"question": question},
                         context=Context(**base, cross_check_rules="abstain,answer"))  # fmt: skip

@@ -79,13 +79,12 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
     return check
 
 
-CROSS_CHECK_RULES = ("abstain", "extractor", "wider-span", "answer", "date", "arbiter")
+CROSS_CHECK_RULES = ("abstain", "extractor", "wider-span", "answer", "date")
 """The cross-check's rules by name (``Context.cross_check_rules`` names some), in the order of
 :mod:`kbqa.answers.cross_check`'s docstring: ``abstain`` (rule 1), ``extractor`` (rule 2, a
 disagreeing answer replaced by the extractor's span), ``wider-span`` (rule 2, an agreeing
 answer replaced where :func:`kbqa.answers.cross_check.prefer_extractor` says so), ``answer``
-(rule 3), ``date`` (rule 4, a date question answered without a digit) and ``arbiter`` (rule 5,
-the learned choice between two different spans: :mod:`kbqa.answers.arbiter`).
+(rule 3) and ``date`` (rule 4, a date question answered without a digit).
 :func:`kbqa.answers.cross_check.decide` applies the ones it is given;
 ``benchmarks/cross_check.py --ablate`` replays a run with each one left out, which is how a rule
 is re-chosen for a new reader. Defined here, with the settings, so that they can check it."""

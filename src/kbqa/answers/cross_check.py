@@ -36,7 +36,6 @@ samples of 300 and raised the natural set). Figures: ``docs/finetune.md`` ("Cros
 
 from __future__ import annotations
 
-from kbqa.answers.arbiter import shipped_arbiter
 from kbqa.answers.extract import Extraction
 from kbqa.answers.vocabulary import EDGE, YES_NO_FORMS
 from kbqa.context_checks import CROSS_CHECK_RULES as RULES
@@ -126,16 +125,12 @@ def decide(
     abstain_below: float = ABSTAIN_BELOW,
     answer_from: float = ANSWER_FROM,
     rules: tuple[str, ...] = RULES,
-    question: str = "",
-    abstention_probability: float | None = None,
 ) -> tuple[str, bool, str]:
     """The module's four rules, on the reader's ``answer`` (or its abstention) and the
     extractor's ``found`` on the same context, for a question of ``question_type``.
 
     ``rules`` names the rules applied (of :data:`RULES`; a rule left out keeps the answer it
-    would have changed). The ``arbiter`` rule also needs the ``question`` and the reader's
-    ``abstention_probability`` (:mod:`kbqa.answers.arbiter`); without a question it changes
-    nothing.
+    would have changed).
 
     Returns:
         ``(answer, abstained, status)``: the answer to keep (``abstention_phrase`` for an
@@ -154,14 +149,6 @@ def decide(
         return answer, False, "cross_check: no span"
     if "date" in rules and undated(answer, found, question_type):
         return found.answer, False, "cross_check: date"
-    if (
-        "arbiter" in rules
-        and question
-        and shipped_arbiter().prefers_extractor(
-            question, question_type, answer, abstention_probability, found
-        )
-    ):
-        return found.answer, False, "cross_check: arbiter"
     if agrees(answer, found):
         if "wider-span" in rules and prefer_extractor(answer, found, question_type):
             return found.answer, False, "cross_check: agrees, extractor's span"

@@ -28,7 +28,7 @@ def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ``answered_by="cross_check"`` (and ``sources``, when an abstention is answered). Records a
     ``cross_check`` entry in ``stage_answers`` and one status on the route:
     ``cross_check: abstained``, ``cross_check: extractor``, ``cross_check: agrees``,
-    ``cross_check: agrees, extractor's span``, ``cross_check: answered``, ``cross_check: date``, ``cross_check: arbiter``,
+    ``cross_check: agrees, extractor's span``, ``cross_check: answered``, ``cross_check: date``,
     ``cross_check: kept abstention``, ``cross_check: no span``, ``cross_check: disagrees,
     kept`` (only when the ``extractor`` rule is left out) or ``cross_check: skipped (LANG)``."""
     ctx = context_of(runtime)
@@ -54,8 +54,6 @@ def cross_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             ctx.abstention_phrase,
             state.get("question_type", "other"),
             rules=parse_rules(ctx.cross_check_rules),
-            question=state["question"],
-            abstention_probability=state.get("abstention_probability"),
         )
         update = {
             "question_coverage": round(found.coverage, 4) if found else 0.0,

@@ -91,3 +91,35 @@ def test_a_folder_that_is_not_a_reranker_is_named(tmp_path: Path) -> None:
     assert not is_reranker_dir(tmp_path) and not is_reranker_dir(tmp_path / "missing")
     with pytest.raises(ModelError, match="is not a reranker"):
         load_llm_reranker(tmp_path)
+
+
+def test_the_shipped_reranker_is_served_by_its_name(tmp_path: Path) -> None:
+    from kbqa.context import Context
+    from kbqa.llm.lora import ADAPTERS_DIR
+    from kbqa.llm.rerank import SHIPPED_RERANKERS, is_reranker_dir, reranker_dir
+
+    for name in SHIPPED_RERANKERS:
+        assert reranker_dir(name) == ADAPTERS_DIR / name and is_reranker_dir(name)
+        manifest = (ADAPTERS_DIR / name / "manifest.json").read_text("utf-8")
+        assert '"role": "reranker"' in manifest and "/work/" not in manifest
+        assert (ADAPTERS_DIR / name / "NOTICE").is_file()
+        assert (ADAPTERS_DIR / name / "adapter.gguf").stat().st_size < 20 * 2**20
+        Context(index_dir=str(tmp_path), reranker=name).check_paths()
+    assert reranker_dir("runs/reranker/adapter") == Path("runs/reranker/adapter")
+
+
+@pytest.mark.integration
+def test_the_shipped_reranker_puts_the_answering_passage_first() -> None:
+    """The shipped cross-encoder on the real base model: of three passages, the one that
+    answers scores highest, in Bangla and in English, whatever their order."""
+    from kbqa.llm.rerank import load_llm_reranker
+
+    reranker = load_llm_reranker("gemma3-270m-reranker", n_threads=2)
+    cases = [
+        (QUESTION, PASSAGES, 0),
+        ("Where does Paris lie?", PASSAGES, 1),
+    ]
+    for question, passages, best in cases:
+        for order in (passages, passages[::-1]):
+            scores = reranker.score(question, list(order))
+            assert int(np.argmax(scores)) == order.index(passages[best]), (question, scores)

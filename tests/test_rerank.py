@@ -155,8 +155,8 @@ def test_load_reranker_names_the_known_ones() -> None:
 def test_context_validates_the_reranker_settings() -> None:
     with pytest.raises(
         ValueError,
-        match=r"reranker must be one of off, lexical, hf:PATH_OR_NAME, "
-        r"bge-reranker-v2-m3\[:FOLDER\] or a directory",
+        match=r"reranker must be one of off, lexical, gemma3-270m-reranker \(shipped\), "
+        r"hf:PATH_OR_NAME, bge-reranker-v2-m3\[:FOLDER\] or a directory",
     ):
         Context(reranker="bge").check_paths()
     with pytest.raises(ValueError, match="rerank_weight must be in"):

@@ -28,8 +28,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "কোন জাদুঘরে সারগনিক বিজয় ফলক আছে?"
 """The README's Quick start question."""
-SHIPPED = ("kbqa/llm/adapters/gemma3-270m-reader/adapter.gguf", "kbqa/serve/page.html")
-"""Package data the installed kbqa must hold (the default reader's adapter, the chat page)."""
+SHIPPED = (
+    "kbqa/llm/adapters/gemma3-270m-reader/adapter.gguf",
+    "kbqa/llm/adapters/gemma3-270m-reranker/adapter.gguf",
+    "kbqa/llm/adapters/gemma3-270m-reranker/manifest.json",
+    "kbqa/serve/page.html",
+)
+"""Package data the installed kbqa must hold (the default reader's adapter, the shipped
+reranker, the chat page)."""
 
 
 def run(cmd: list[str], cwd: Path, timeout: float = 1800) -> str:

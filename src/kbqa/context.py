@@ -169,8 +169,9 @@ class Context:
         default="off",
         metadata={
             "description": "Rerank the fused pool before reading: off; lexical (each chunk "
-            "scored by its best sentence, BM25 with the index's IDF); or a directory from "
-            "`kbqa finetune reranker` (an LLM cross-encoder in llama.cpp); or hf:PATH_OR_NAME, a "
+            "scored by its best sentence, BM25 with the index's IDF); gemma3-270m-reranker "
+            "(the LLM cross-encoder kbqa trained, shipped) or a directory from `kbqa finetune "
+            "reranker` (an LLM cross-encoder in llama.cpp); or hf:PATH_OR_NAME, a "
             "cross-encoder such as bge-reranker-v2-m3 from a folder or the Hugging Face cache "
             "(sentence-transformers; nothing is downloaded); or bge-reranker-v2-m3[:FOLDER], the "
             "seed's reranker through FlagEmbedding (the bge extra). Off by default: "

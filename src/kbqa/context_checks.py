@@ -137,8 +137,8 @@ def _web_search_name(value: Any) -> str | None:
 def reranker_choices() -> str:
     """What ``reranker`` may be, as an error message lists it."""
     return (
-        f"{', '.join(RERANKERS)}, hf:PATH_OR_NAME, {BGE_RERANKER}[:FOLDER] or a directory "
-        "from `kbqa finetune reranker`"
+        f"{', '.join(RERANKERS)}, gemma3-270m-reranker (shipped), hf:PATH_OR_NAME, "
+        f"{BGE_RERANKER}[:FOLDER] or a directory from `kbqa finetune reranker`"
     )
 
 

@@ -27,6 +27,22 @@ from kbqa.prompts.rerank import (
 
 MANIFEST = "manifest.json"
 ROLE = "reranker"
+SHIPPED_RERANKERS = ("gemma3-270m-reranker",)
+"""Rerankers shipped in the package (``kbqa/llm/adapters/NAME``): ``--reranker NAME`` serves
+one as it serves a directory from ``kbqa finetune reranker``. A name shadows a folder of the
+same name in the working directory (``./NAME`` reaches the folder)."""
+
+
+def reranker_dir(name: str | Path) -> Path:
+    """The directory ``name`` stands for: a shipped reranker's folder in the package for a name
+    of :data:`SHIPPED_RERANKERS`, else ``name`` itself as a path."""
+    if str(name) in SHIPPED_RERANKERS:
+        from kbqa.llm.lora import ADAPTERS_DIR
+
+        return ADAPTERS_DIR / str(name)
+    return Path(name)
+
+
 """``manifest.json``'s ``role`` for an adapter that ``--reranker DIR`` serves."""
 
 
@@ -107,8 +123,9 @@ class LlamaCppReranker:
 
 def reranker_dir_problem(path: str | Path) -> str | None:
     """Why ``path`` is not a reranker directory (None when it is one): not a directory, no
-    ``manifest.json``, a manifest that is not a JSON object, or another ``role``."""
-    directory = Path(path)
+    ``manifest.json``, a manifest that is not a JSON object, or another ``role``. A name of
+    :data:`SHIPPED_RERANKERS` is its folder in the package (:func:`reranker_dir`)."""
+    directory = reranker_dir(path)
     manifest = directory / MANIFEST
     try:
         if not directory.is_dir():
@@ -149,7 +166,7 @@ def load_llm_reranker(path: str | Path, n_threads: int | None = None) -> LlamaCp
     from kbqa.llm.lora import ADAPTER_FILE, load_adapter
     from kbqa.llm.models import resolve_model
 
-    directory = Path(path)
+    directory = reranker_dir(path)
     if problem := reranker_dir_problem(directory):
         raise ModelError(
             f"{path} is not a reranker ({problem}): a directory from `kbqa finetune reranker` "

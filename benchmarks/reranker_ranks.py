@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from dataclasses import replace
 from typing import Any
@@ -28,6 +29,7 @@ from typing import Any
 from context_selectors import questions_of
 
 from kbqa.context import Context
+from kbqa.errors import KBQAError
 from kbqa.evals.datasets import Question
 from kbqa.evals.metrics import answer_spans_in_context
 from kbqa.finetune.reranker import rank_metrics
@@ -74,30 +76,61 @@ def ranks(
     return rows
 
 
-def main() -> None:
+def _spec(spec: str) -> str:
+    """``spec`` checked as ``FILE[:N[:SEED]]`` (N a whole number >= 1, SEED a whole number)."""
+    path, *rest = spec.split(":")
+    if not path or len(rest) > 2 or not all(p.lstrip("-").isdigit() for p in rest):
+        raise ValueError(f"--questions {spec!r}: expected FILE, FILE:N or FILE:N:SEED")
+    if rest and int(rest[0]) < 1:
+        raise ValueError(f"--questions {spec!r}: N must be at least 1")
+    return spec
+
+
+def _scorers(ctx: Context, names: str) -> dict[str, Reranker]:
+    """The rerankers ``names`` lists, each checked as ``--reranker`` checks it."""
+    scorers: dict[str, Reranker] = {}
+    for name in (n.strip() for n in names.split(",")):
+        if not name or name == "off":
+            raise ValueError(f"--rerankers {names!r}: each name must be a reranker, not {name!r}")
+        named = replace(ctx, reranker=name)
+        named.check_paths()  # a directory that is no reranker: the reason, by name
+        scorer = reranker_for(named)
+        assert scorer is not None
+        scorers[name] = scorer
+    return scorers
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--index", required=True)
     ap.add_argument("--questions", action="append", required=True, help="FILE[:N[:SEED]]")
-    ap.add_argument("--pool", type=int, default=20)
-    ap.add_argument("--rerankers", default="lexical", help="comma-separated: lexical or DIR")
-    args = ap.parse_args()
-    ctx = Context(index_dir=args.index, rerank_pool=args.pool)
-    for spec in args.questions:
-        print(f"\n{spec}")
-        print("| reranker | n | recall@1 | recall@3 | MRR@10 | ms a question |")
-        print("|---|---|---|---|---|---|")
-        scorers = {}
-        for name in args.rerankers.split(","):
-            scorer = reranker_for(replace(ctx, reranker=name))
-            if scorer is None:
-                raise SystemExit(f"--rerankers: {name!r} is no reranker")
-            scorers[name] = scorer
-        for name, m in ranks(ctx, questions_of(spec), scorers, args.pool):
-            print(
-                f"| {name} | {m['n']} | {m['recall@1']:.3f} | {m['recall@3']:.3f} "
-                f"| {m['mrr@10']:.3f} | {m['ms']} |",
-                flush=True,
-            )
+    ap.add_argument("--pool", type=int, default=20, help="hits a pool holds (at least 1)")
+    ap.add_argument("--rerankers", default="lexical",
+                    help="comma-separated: lexical, gemma3-270m-reranker or DIR")  # fmt: skip
+    args = ap.parse_args(argv)
+    try:
+        if args.pool < 1:
+            raise ValueError(f"--pool must be at least 1, got {args.pool}")
+        specs = [_spec(s) for s in args.questions]
+        ctx = Context(index_dir=args.index, k=1, rerank_pool=args.pool)  # k is not used here
+        retriever_for(ctx)  # a missing index: said before any table
+        scorers = _scorers(ctx, args.rerankers)
+        for spec in specs:
+            rows = ranks(ctx, questions_of(spec), scorers, args.pool)
+            print(f"\n{spec}")
+            if rows[0][1]["n"] == 0:
+                print("no question of this set has a chunk holding its answer in the pool")
+                continue
+            print("| reranker | n | recall@1 | recall@3 | MRR@10 | ms a question |")
+            print("|---|---|---|---|---|---|")
+            for name, m in rows:
+                print(
+                    f"| {name} | {m['n']} | {m['recall@1']:.3f} | {m['recall@3']:.3f} "
+                    f"| {m['mrr@10']:.3f} | {m['ms']} |",
+                    flush=True,
+                )
+    except (KBQAError, ValueError, OSError) as exc:
+        sys.exit(f"error: {exc}")
 
 
 if __name__ == "__main__":

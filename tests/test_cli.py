@@ -216,6 +216,18 @@ def test_ask_says_a_question_without_words_has_nothing_to_search(tiny_index: Pat
     assert "retrieval found no passage" not in text
 
 
+def test_ask_says_when_a_reranker_ordered_the_pool(tiny_index: Path) -> None:
+    """A new user saw the same output with and without ``--reranker``; only ``--json`` said."""
+    code, text = run("ask", "বাংলাদেশের রাজধানী কোথায়?", "--index", str(tiny_index),
+                     "--model", "fake/script:ঢাকা", "--reranker", "lexical")  # fmt: skip
+    assert code == 0, text
+    assert "retrieval: " in text and "+ rerank (lexical)" in text
+    code, text = run("ask", "বাংলাদেশের রাজধানী কোথায়?", "--index", str(tiny_index),
+                     "--model", "fake/script:ঢাকা")  # fmt: skip
+    assert code == 0, text
+    assert "+ rerank" not in text
+
+
 def test_ask_json_holds_the_readers_answer_beside_the_final_one(tiny_index: Path) -> None:
     code, text = run_fake("ask", "বাংলাদেশের রাজধানী কোথায়?", tiny_index, "--json",
                           "--cross-check-rules", "all", model="fake/script:প্যারিস")  # fmt: skip

@@ -95,8 +95,8 @@ def test_a_folder_that_is_not_a_reranker_is_named(tmp_path: Path) -> None:
 
 def test_the_shipped_reranker_is_served_by_its_name(tmp_path: Path) -> None:
     from kbqa.context import Context
-    from kbqa.llm.lora import ADAPTERS_DIR
-    from kbqa.llm.rerank import SHIPPED_RERANKERS, is_reranker_dir, reranker_dir
+    from kbqa.llm.lora import ADAPTERS_DIR, SHIPPED_RERANKERS
+    from kbqa.llm.rerank import is_reranker_dir, reranker_dir
 
     for name in SHIPPED_RERANKERS:
         assert reranker_dir(name) == ADAPTERS_DIR / name and is_reranker_dir(name)
@@ -123,3 +123,27 @@ def test_the_shipped_reranker_puts_the_answering_passage_first() -> None:
         for order in (passages, passages[::-1]):
             scores = reranker.score(question, list(order))
             assert int(np.argmax(scores)) == order.index(passages[best]), (question, scores)
+
+
+def test_a_local_folder_spelt_with_dot_slash_is_that_folder_not_the_shipped_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A break-it finding: ``./gemma3-270m-reranker`` was checked as the shipped folder and
+    loaded from the local one, so a reader's adapter there was served as a reranker."""
+    from kbqa.llm.lora import ADAPTERS_DIR, load_adapter
+    from kbqa.llm.rerank import load_llm_reranker, reranker_dir, reranker_dir_problem
+
+    monkeypatch.chdir(tmp_path)
+    local = tmp_path / "gemma3-270m-reranker"
+    local.mkdir()
+    (local / "manifest.json").write_text('{"role": "reader"}', "utf-8")
+    assert reranker_dir(Path("./gemma3-270m-reranker")) == Path("gemma3-270m-reranker")
+    assert "reader" in (reranker_dir_problem("./gemma3-270m-reranker") or "")
+    with pytest.raises(ModelError, match=r"\./gemma3-270m-reranker is not a reranker"):
+        load_llm_reranker("./gemma3-270m-reranker")
+    (local / "manifest.json").write_text('{"role": "reranker"}', "utf-8")  # no adapter.gguf
+    with pytest.raises(ModelError, match=r"LoRA adapter not found: \./gemma3-270m-reranker"):
+        load_llm_reranker("./gemma3-270m-reranker")
+    assert reranker_dir("gemma3-270m-reranker") == ADAPTERS_DIR / "gemma3-270m-reranker"
+    with pytest.raises(ModelError, match="serve it with --reranker gemma3-270m-reranker"):
+        load_adapter("gemma3-270m-reranker")  # given as --reader-adapter

@@ -61,12 +61,38 @@ def test_a_pool_without_the_answer_counts_in_no_row(tiny_index: Path) -> None:
     assert rows["oracle"]["ms"] == "-"
 
 
-def test_an_unknown_reranker_is_a_one_line_error(
-    tiny_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rerankers", "off"], "must be a reranker, not 'off'"),
+        (["--rerankers", "lexical,,"], "must be a reranker, not ''"),
+        (["--rerankers", "nosuch"], "gemma3-270m-reranker \\(shipped\\)"),
+        (["--pool", "0"], "--pool must be at least 1"),
+        (["--questions", "{q}:abc"], "expected FILE, FILE:N or FILE:N:SEED"),
+        (["--questions", "{q}:2:0:9"], "expected FILE, FILE:N or FILE:N:SEED"),
+        (["--questions", "{q}:0"], "N must be at least 1"),
+        (["--questions", "{q}.missing"], "q.jsonl.missing"),
+        (["--index", "{tmp}/no-index"], "index not found"),
+    ],
+)
+def test_bad_input_is_a_one_line_error_before_any_table(
+    args: list[str], message: str, tiny_index: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
     q = tmp_path / "q.jsonl"
     q.write_text('{"qid": "1", "question": "Where does Paris lie?", "answers": ["Seine"]}\n')
-    monkeypatch.setattr(sys, "argv", ["reranker_ranks.py", "--index", str(tiny_index),
-                                      "--questions", str(q), "--rerankers", "off"])  # fmt: skip
-    with pytest.raises(SystemExit, match="no reranker"):
-        reranker_ranks.main()
+    given = dict(zip(args[::2], (a.format(q=q, tmp=tmp_path) for a in args[1::2]), strict=True))
+    argv = {"--index": str(tiny_index), "--questions": str(q)} | given
+    with pytest.raises(SystemExit, match=message):
+        reranker_ranks.main([x for kv in argv.items() for x in kv])
+    assert "| reranker |" not in capsys.readouterr().out
+
+
+def test_a_set_with_nothing_to_count_says_so(
+    tiny_index: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    q = tmp_path / "q.jsonl"
+    q.write_text('{"qid": "1", "question": "রবীন্দ্রনাথ কি নোবেল পান?", "answers": ["হ্যাঁ"]}\n')
+    reranker_ranks.main(["--index", str(tiny_index), "--questions", str(q)])
+    out = capsys.readouterr().out
+    assert "no question of this set" in out and "0.000" not in out

@@ -171,7 +171,8 @@ be wrong when the reader missed one (a new user's finding)."""
 def print_answer(out: dict[str, Any], index_dir: str) -> None:
     """The answer, whether it abstained and why (:func:`~kbqa.answers.explain.abstention_reason`),
     the reader's own answer when a later stage replaced it, its numbered sources (for an
-    abstention, the passages it read: :data:`PASSAGES_READ`) and the route."""
+    abstention, the passages it read: :data:`PASSAGES_READ`), the route, and the retrieval
+    when a reranker ordered its pool."""
     typer.echo(f"answer: {out['answer']}")
     typer.echo(f"abstained: {str(out['abstained']).lower()}")
     why = abstention_reason(out)
@@ -193,6 +194,8 @@ def print_answer(out: dict[str, Any], index_dir: str) -> None:
     typer.echo(f"route: {' -> '.join(out.get('route', []))}")
     if out.get("answered_by"):
         typer.echo(f"answered by: {out['answered_by']}")
+    if "+ rerank (" in str(out.get("retrieval_mode", "")):  # a reranker ordered the pool
+        typer.echo(f"retrieval: {out['retrieval_mode']}")
     if str(out.get("retrieval_mode", "")).startswith("bm25 (dense pending)"):
         typer.echo(
             f"retrieval: BM25 only; the dense part of {index_dir} is not built yet (run "

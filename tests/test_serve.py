@@ -19,6 +19,9 @@ from starlette.testclient import TestClient
 from kbqa.context import Context
 from kbqa.serve.app import ChatService, create_app
 
+LOCAL = "http://127.0.0.1"
+"""The test client's address: the server answers its loopback names only (``ALLOWED_HOSTS``)."""
+
 
 def events(response: Any) -> list[tuple[str, dict[str, Any]]]:
     """The ``(event, data)`` pairs of a server-sent-events body."""
@@ -40,7 +43,7 @@ def service(both_index: Path, tmp_path: Path, request: pytest.FixtureRequest) ->
 
 @pytest.fixture
 def client(service: ChatService) -> TestClient:
-    return TestClient(create_app(service))
+    return TestClient(create_app(service), base_url=LOCAL)
 
 
 def test_the_page_is_served(client: TestClient) -> None:
@@ -86,11 +89,16 @@ def test_a_follow_up_in_the_thread_and_the_thread_resumed(client: TestClient) ->
 @pytest.mark.parametrize(
     ("body", "problem"),
     [({"question": "  "}, "question is empty"), ({}, "question is empty"),
-     ({"question": "ঢাকা?", "thread": 5}, "thread must be"), ("not json", "question is empty")],
+     ({"question": "ঢাকা?", "thread": 5}, "thread must be"), ("not json", "the body is not JSON"),
+     ("{", "the body is not JSON"),
+     ('{"question": "q?", "thread": "\\ud800"}', "thread holds half of a surrogate pair"),
+     ('{"question": "\\udcff?"}', "question holds half of a surrogate pair")],
 )  # fmt: skip
 def test_bad_requests_are_refused_by_name(client: TestClient, body: Any, problem: str) -> None:
-    if isinstance(body, str):
-        response = client.post("/api/ask", content=body)
+    if isinstance(body, str):  # malformed JSON was told "question is empty" (a break-it trial)
+        response = client.post(
+            "/api/ask", content=body, headers={"Content-Type": "application/json"}
+        )
     else:
         response = client.post("/api/ask", json=body)
     assert response.status_code == 400 and problem in response.json()["error"]
@@ -109,7 +117,7 @@ def test_a_client_gone_mid_answer_leaves_the_server_answering(
     ctx = Context(index_dir=str(both_index), embedder="fake/hash", cross_check="off",
                   model="fake/slow:1", web_search="off")  # fmt: skip
     service = ChatService(ctx, str(tmp_path / "threads.sqlite"))
-    client = TestClient(create_app(service))
+    client = TestClient(create_app(service), base_url=LOCAL)
     with client.stream("POST", "/api/ask", json={"question": "ঢাকা কোথায়?"}) as response:
         next(response.iter_lines())  # the first event, then the client goes away
     again = events(client.post("/api/ask", json={"question": "ঢাকা কোথায়?"}))
@@ -129,16 +137,41 @@ def test_a_thread_is_read_without_waiting_for_the_answer_being_generated(
 
 def test_hostile_bodies_and_missing_sub_indexes_are_client_errors(client: TestClient) -> None:
     nested = '{"question": ' + "[" * 30_000 + "]" * 30_000 + "}"  # under the size limit
-    assert client.post("/api/ask", content=nested).status_code == 400
+    json_type = {"Content-Type": "application/json"}
+    deep = client.post("/api/ask", content=nested, headers=json_type)
+    assert deep.status_code == 400 and "nested too deeply" in deep.json()["error"]
     huge = client.post("/api/ask", json={"question": "ঢাকা " * 40_000})
     assert huge.status_code == 413 and "bytes" in huge.json()["error"]
     assert client.get("/passage/precision/0").status_code in (200, 404)  # never a 500
+    # a declared length over the limit is refused before the body is read (a break-it trial:
+    # a 1 GB body was read whole, 737 MB -> 2.1 GB, before the 413)
+    declared = client.post(
+        "/api/ask", content=b"{}", headers={**json_type, "Content-Length": "10000000000"}
+    )
+    assert declared.status_code == 413
+
+
+def test_requests_from_other_sites_are_refused(client: TestClient) -> None:
+    """A break-it trial: a page of any web site could make the local server answer (a
+    ``text/plain`` POST needs no CORS preflight) and, through DNS rebinding, read a thread."""
+    question = json.dumps({"question": "ঢাকা কোথায়?"})
+    plain = client.post("/api/ask", content=question, headers={"Content-Type": "text/plain"})
+    assert plain.status_code == 415 and "application/json" in plain.json()["error"]
+    foreign = client.post("/api/ask", json={"question": "ঢাকা কোথায়?"},
+                          headers={"Origin": "http://evil.example"})  # fmt: skip
+    assert foreign.status_code == 403 and "http://evil.example" in foreign.json()["error"]
+    assert client.get("/api/threads/t1", headers={"Host": "evil.example:8791"}).status_code == 400
+    # the page's own origin, and a client that sends none (curl, scripts), are answered
+    own = client.post("/api/ask", json={"question": "ঢাকা কোথায়?"},
+                      headers={"Origin": "http://127.0.0.1"})  # fmt: skip
+    assert events(own)[-1][0] == "answer"
+    assert events(client.post("/api/ask", json={"question": "ঢাকা কোথায়?"}))[-1][0] == "answer"
 
 
 def test_a_missing_precision_sub_index_is_a_404(tiny_index: Path, tmp_path: Path) -> None:
     ctx = Context(index_dir=str(tiny_index), embedder="fake/hash", model="fake/abstain",
                   web_search="off")  # fmt: skip
-    client = TestClient(create_app(ChatService(ctx, str(tmp_path / "t.sqlite"))))
+    client = TestClient(create_app(ChatService(ctx, str(tmp_path / "t.sqlite"))), base_url=LOCAL)
     assert client.get("/passage/precision/0").status_code == 404
     assert client.get("/passage/main/0").status_code == 200
 
@@ -165,7 +198,7 @@ def test_a_knowledge_base_url_that_is_not_a_web_address_is_never_a_link(tmp_path
     build_index(docs, tmp_path / "idx", HashEmbedder(), progress=False)
     ctx = Context(index_dir=str(tmp_path / "idx"), embedder="fake/hash", cross_check="off",
                   model="fake/script:Rome", web_search="off")  # fmt: skip
-    client = TestClient(create_app(ChatService(ctx, str(tmp_path / "t.sqlite"))))
+    client = TestClient(create_app(ChatService(ctx, str(tmp_path / "t.sqlite"))), base_url=LOCAL)
     answer = events(client.post("/api/ask", json={"question": "What is the capital of Italy?"}))
     urls = [s["url"] for s in answer[-1][1]["sources"]]
     assert not any(u.startswith("javascript:") for u in urls)

@@ -256,13 +256,14 @@ def preload(ctx: Context) -> str | None:
 
     Returns:
         None, or why the reader could not load (llama-cpp-python or the model package not
-        installed...): the graph then answers with the pattern extractor.
+        installed...): the graph then answers with the pattern extractor. A ``.gguf`` file
+        named as the model that cannot load is an error instead.
 
     Raises:
         ValueError: A file a setting names is missing (:meth:`~kbqa.context.Context.check_paths`).
         IndexLoadError: The index cannot be loaded.
-        ModelError: An unknown model name, a missing ``.gguf`` or a bad adapter; an English
-            reader (``model_en``) or a verifier that cannot load.
+        ModelError: An unknown model name, a missing ``.gguf`` or a bad adapter; a ``.gguf``
+            model, an English reader (``model_en``) or a verifier that cannot load.
     """
     from kbqa.errors import ModelError
 
@@ -274,7 +275,10 @@ def preload(ctx: Context) -> str | None:
     try:
         chat_model_for(ctx)
     except ModelError as exc:
-        if ctx.llm_url:  # a server that was asked for and is not there is an error
+        # a server that was asked for and is not there is an error, and so is a model file
+        # the user named (a break-it trial: a corrupt .gguf only warned, and the extractor
+        # answered); a registered model whose package is missing falls back
+        if ctx.llm_url or ctx.model.lower().endswith(".gguf"):
             raise
         return str(exc)
     if routes_english(ctx):  # asked for by name: one that cannot load is an error

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import regex
+
 from kbqa.retrieval.tokenizer import tokenize
+
+_DIGIT = regex.compile(r"\p{Nd}")
+NUMERIC_TYPES = frozenset({"date", "number"})
+"""Question types whose answer holds a digit (the extractor's note is shown only then)."""
+NAMED_TYPES = frozenset({"person", "location"})
+"""Question types whose answer is a name, with no digit."""
 
 READER_STAGES = ("generate", "retry")
 """``stage_answers`` entries of the reader's readings."""
@@ -50,13 +58,36 @@ def reader_note(out: dict[str, Any]) -> str | None:
     return f"reader said: {out['reader_answer']} (replaced by {', then '.join(stages)})"
 
 
+def retrieval_note(out: dict[str, Any], index_dir: str) -> str | None:
+    """The retrieval line of ``kbqa ask`` and ``kbqa chat``: ``retrieval: bm25 + rerank (NAME)``
+    when a reranker ordered the pool, a note when the index's dense part is not built yet
+    (with the command that adds it), else None (the default retrieval says nothing)."""
+    mode = str(out.get("retrieval_mode", ""))
+    if "+ rerank (" in mode:
+        return f"retrieval: {mode}"
+    if mode.startswith("bm25 (dense pending)"):
+        return (
+            f"retrieval: BM25 only; the dense part of {index_dir} is not built yet (run "
+            f"`kbqa index --continue --out {index_dir}` to add it)"
+        )
+    return None
+
+
 def extractor_note(out: dict[str, Any]) -> str | None:
     """``extractor found: X (not taken)`` when the cross-check kept the reader's answer over a
     different span of the pattern extractor (``cross_check: disagrees, kept`` on the route and
-    ``extracted_answer`` set), else None: the other reading of the same passages, for a user
-    who wonders which to trust (a new user's finding)."""
+    ``extracted_answer`` set) and the span fits the question's type (a digit for a date or a
+    number, none for a person or a place), else None: the other reading of the same passages,
+    for a user who wonders which to trust (a new user's finding)."""
     span = str(out.get("extracted_answer") or "")
     if not span or "cross_check: disagrees, kept" not in out.get("route", []):
+        return None
+    # a span of another type than the question's is noise beside the answer (a new user read
+    # `নির্মাণ শুরু হয় ১৯৬১ সালে` under a *who* question): a date or number question's span
+    # must hold a digit, a person's or place's must not
+    numeric = bool(_DIGIT.search(span))
+    kind = out.get("question_type")
+    if (kind in NUMERIC_TYPES and not numeric) or (kind in NAMED_TYPES and numeric):
         return None
     return f"extractor found: {span} (not taken)"
 

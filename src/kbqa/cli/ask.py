@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kbqa.answers.explain import abstention_reason, extractor_note, reader_note
+from kbqa.answers.explain import abstention_reason, extractor_note, reader_note, retrieval_note
 from kbqa.cli.app import app, fail
 from kbqa.cli.settings import context_options
 from kbqa.errors import KBQAError
@@ -194,10 +194,6 @@ def print_answer(out: dict[str, Any], index_dir: str) -> None:
     typer.echo(f"route: {' -> '.join(out.get('route', []))}")
     if out.get("answered_by"):
         typer.echo(f"answered by: {out['answered_by']}")
-    if "+ rerank (" in str(out.get("retrieval_mode", "")):  # a reranker ordered the pool
-        typer.echo(f"retrieval: {out['retrieval_mode']}")
-    if str(out.get("retrieval_mode", "")).startswith("bm25 (dense pending)"):
-        typer.echo(
-            f"retrieval: BM25 only; the dense part of {index_dir} is not built yet (run "
-            f"`kbqa index --continue --out {index_dir}` to add it)"
-        )
+    note = retrieval_note(out, index_dir)
+    if note:
+        typer.echo(note)

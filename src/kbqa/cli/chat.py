@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kbqa.answers.explain import abstention_reason, extractor_note, reader_note
+from kbqa.answers.explain import abstention_reason, extractor_note, reader_note, retrieval_note
 from kbqa.cli.app import app, fail
 from kbqa.cli.ask import PASSAGES_READ, WEB_SEARCH_OFF, load_models, make_context, reachable
 from kbqa.cli.chat_commands import run_command
@@ -191,7 +191,8 @@ class Session:
 
     def show_answer(self) -> None:
         """The answer, why it was abstained on, the reader's own answer when a later stage
-        replaced it (:mod:`kbqa.answers.explain`) and the first three sources."""
+        replaced it (:mod:`kbqa.answers.explain`), the first three sources and the retrieval
+        line of ``kbqa ask`` (a reranker, or a dense part not built yet)."""
         out = self.last
         if out.get("asked"):
             self.say(f"  (understood as: {out['question']})", "dim")
@@ -203,6 +204,9 @@ class Session:
         if out.get("abstained") and out.get("sources"):
             self.say(f"  {PASSAGES_READ}", "dim")
         self.show_sources(limit=3)
+        note = retrieval_note(out, self.ctx.index_dir)
+        if note:
+            self.say(f"  {note}", "dim")
 
     def show_sources(self, limit: int | None = None) -> None:
         out = self.last

@@ -155,6 +155,11 @@ def index(
             return write_to_store(out, store)
     if kb is None:
         fail("give a knowledge base to index (or --continue --out DIR)")
+    for given in (str(kb), out_given):  # the manifest records both as text (a break-it trial:
+        try:  # a file name not in UTF-8 failed with a traceback once the index was written)
+            given.encode("utf-8")
+        except UnicodeEncodeError:
+            fail(f"{given!a} is not a valid file name here (not UTF-8); rename it")
     if dense not in ("now", "later"):
         fail(f"--dense must be now or later, got {dense!r}")
     if dense == "later" and embedder in ("none", ""):

@@ -22,9 +22,16 @@ def print_blocks(boilerplate: BoilerplateModel) -> None:
 
     rows = boilerplate.report(TOP_BLOCKS)
     n_blocks = sum(len(b) for b in boilerplate.blocks.values())
-    typer.echo(f"recurring      {n_blocks} blocks learned" + (", most widespread:" if rows else ""))
+    share = f"{boilerplate.min_share:.0%}"
+    typer.echo(
+        f"recurring      {n_blocks} block{'' if n_blocks == 1 else 's'} learned (lines on {share} "
+        "or more of a site's pages, "
+        "cut from chunks as boilerplate)" + (", most widespread:" if rows else "")
+    )
     for site, block, n, total in rows:
-        typer.echo(f"  {n}/{total} pages{' of ' + site if site else ''}: {block[:80]!r}")
+        # a KB without URLs is one site: its documents are counted, not its host
+        where = f"pages of {site}" if site else "documents without a URL"
+        typer.echo(f"  {n}/{total} {where}: {block[:80]!r}")
     if n_blocks > len(rows):
         typer.echo(f"  ... all {n_blocks} in {RECURRING_BLOCKS} in the index directory")
 

@@ -187,12 +187,21 @@ def _parse_record(obj: dict[str, Any], path: Path, lineno: int) -> Document:
         raise InputError(f"{path}:{lineno}: record has no 'text' (it is empty)")
     raw_id = obj.get("doc_id") if obj.get("doc_id") is not None else obj.get("id")
     doc_id = _scalar(raw_id, "doc_id", path, lineno).strip() or f"{path.name}:{lineno}"
-    return Document(
+    doc = Document(
         doc_id=doc_id,
         title=_scalar(obj.get("title"), "title", path, lineno),
         text=text,
         url=_scalar(obj.get("url"), "url", path, lineno),
     )
+    for field in ("doc_id", "title", "text", "url"):
+        try:  # a JSON escape of half a surrogate pair ("\ud800") is valid JSON, not text: it
+            getattr(doc, field).encode("utf-8")  # failed when the index was written
+        except UnicodeEncodeError as exc:
+            raise InputError(
+                f"{path}:{lineno}: '{field}' holds half of a surrogate pair "
+                f"({exc.object[exc.start : exc.end]!a}), which is not text"
+            ) from None
+    return doc
 
 
 def _load_folder(

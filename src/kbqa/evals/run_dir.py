@@ -14,9 +14,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock, Timeout
 
 from kbqa.context import Context
 from kbqa.errors import InputError
@@ -92,6 +96,53 @@ def index_identity(index_dir: str | Path) -> dict[str, Any] | None:
     return identity
 
 
+def _not_text(value: Any) -> str | None:
+    """The first string inside ``value`` (a run's config) that cannot be written as UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value
+        return None
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return next((odd for v in items if (odd := _not_text(v)) is not None), None)
+
+
+@contextmanager
+def run_lock(out_dir: str | Path) -> Iterator[None]:
+    """Held while a run writes ``out_dir`` (a file lock, ``.<name>.lock`` beside it, by the
+    ``filelock`` library): a second ``kbqa eval --out`` of the same folder stops at once instead
+    of answering every question again into the same records (a break-it trial: two runs wrote
+    each question twice). Where the folder's parent cannot be made or written, nothing is
+    locked and :func:`prepare_run_dir` says why.
+
+    Raises:
+        InputError: Another run holds the lock.
+    """
+    try:  # named after the folder itself: a link to it is the same run (a break-it trial)
+        d = Path(out_dir).resolve()
+    except (OSError, RuntimeError):  # a loop of links: prepare_run_dir says so
+        d = Path(out_dir)
+    path = d.parent / f".{d.name}.lock"
+    try:
+        d.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(path, timeout=0)
+        lock.acquire()
+    except Timeout:
+        raise InputError(
+            f"another `kbqa eval` is writing {d} right now; wait for it to finish (or stop it) "
+            "and run this again, or use another --out"
+        ) from None
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+        path.unlink(missing_ok=True)
+
+
 def prepare_run_dir(
     out_dir: str | Path, config: dict[str, Any], *, overwrite: bool = False
 ) -> dict[str, dict[str, Any]]:
@@ -104,6 +155,14 @@ def prepare_run_dir(
             (the message names them) and ``overwrite`` is false.
     """
     d = Path(out_dir)
+    # checked before anything is written or removed (a break-it trial: a file name not in
+    # UTF-8 left an empty config.json behind, and --overwrite had removed the records)
+    odd = _not_text(config)
+    if odd is not None:
+        raise InputError(
+            f"a path of this run is not valid text (a file name that is not UTF-8?): {odd!a}; "
+            "rename the file"
+        )
     if d.exists() and not d.is_dir():
         raise InputError(f"cannot write the run to {d}: it is a file")
     try:
@@ -141,10 +200,7 @@ def prepare_run_dir(
                 f"{d} holds records but no {CONFIG_FILE}, so their settings are unknown; "
                 "use another --out or --overwrite"
             )
-        cfg_path.write_text(
-            json.dumps({**config, "kbqa_version": __version__}, ensure_ascii=False, indent=1),
-            encoding="utf-8",
-        )
+        write_json(cfg_path, {**config, "kbqa_version": __version__})
     return read_records(rec_path)
 
 

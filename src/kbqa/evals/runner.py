@@ -29,11 +29,13 @@ from kbqa.evals.run_dir import (
     EvalRun,
     prepare_run_dir,
     run_config,
+    run_lock,
     write_json,
 )
 from kbqa.evals.summary import summarize
 from kbqa.index import peak_rss_mib
 from kbqa.resources import chat_model_for, retriever_for, routes_english, verifier_for
+from kbqa.retrieval.retriever import HybridRetriever
 from kbqa.tracing import langsmith_client, upload_enabled
 from kbqa.version import __version__
 
@@ -189,12 +191,31 @@ def evaluate_questions(
         The run, with every record and the summary (also written to ``out_dir``).
 
     Raises:
-        InputError: See :func:`prepare_run_dir`; ``max_concurrency`` < 1.
+        InputError: See :func:`prepare_run_dir`; ``max_concurrency`` < 1; another run is writing
+            ``out_dir`` (:func:`run_lock`).
     """
     if max_concurrency < 1:
         raise InputError(f"max_concurrency must be >= 1, got {max_concurrency}")
     d = Path(out_dir)
     _load_parts(ctx)  # before the run directory is created or cleared
+    with run_lock(d):
+        return _evaluate(questions, ctx, d, config, overwrite, upload, dataset_name,
+                         experiment_prefix, max_concurrency, progress)  # fmt: skip
+
+
+def _evaluate(
+    questions: list[Question],
+    ctx: Context,
+    d: Path,
+    config: dict[str, Any] | None,
+    overwrite: bool,
+    upload: bool | None,
+    dataset_name: str | None,
+    experiment_prefix: str,
+    max_concurrency: int,
+    progress: bool,
+) -> EvalRun:
+    """:func:`evaluate_questions` once ``d`` is locked."""
     done = prepare_run_dir(d, config or run_config(None, None, ctx), overwrite=overwrite)
     todo = [q for q in questions if q.qid not in done]
     by_example = {example_id(q.qid): q for q in todo}
@@ -276,10 +297,15 @@ def _start(
 
 
 def _load_parts(ctx: Context) -> None:
-    """Load (and so validate) the index and the readers (the English one too, when it is
-    another) and the verifier when on: one that cannot load is an error here, not per
-    question."""
-    retriever_for(ctx)
+    """Load (and so validate) the index, its fusion weights, the readers (the English one too,
+    when it is another) and the verifier when on: one that cannot load is an error here, not
+    per question."""
+    retriever = retriever_for(ctx)
+    if isinstance(retriever, HybridRetriever):  # (a Milvus store checks its own)
+        try:  # weights no question can be answered with: one error, not one per question
+            retriever.check_weights(ctx.bm25_weight, ctx.dense_weight)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
     if ctx.use_llm:
         chat_model_for(ctx)
         if routes_english(ctx):

@@ -151,6 +151,9 @@ def _read_parts(p: Path, manifest: dict[str, Any]) -> tuple[list[Chunk], Any, An
         raise IndexLoadError(
             f"{p}: index files are corrupt ({type(exc).__name__}: {exc})"
         ) from None
+    problem = _bm25_problem(bm25.scores, bm25.vocab_dict, n_bm25)
+    if problem:
+        raise IndexLoadError(f"{p}: index files are corrupt ({BM25_DIR}: {problem}); rebuild it")
     n_dense = len(chunks) if dense is None else dense.ntotal
     if not (len(chunks) == n_dense == n_bm25 == manifest.get("chunks")):
         raise IndexLoadError(
@@ -164,6 +167,32 @@ def _read_parts(p: Path, manifest: dict[str, Any]) -> tuple[list[Chunk], Any, An
         if c.chunk_id != i or not prev_ok:
             raise IndexLoadError(f"{p}: {CHUNKS} row {i} is inconsistent; rebuild the index")
     return chunks, bm25, dense
+
+
+def _bm25_problem(scores: dict[str, Any], vocab: dict[str, int], n_docs: int) -> str | None:
+    """What is wrong with bm25s's score matrix (compressed sparse columns: one column of
+    document ids and scores per term, ``vocab`` giving each term's column), or None: a
+    document id out of range or a column bound out of order failed later, in retrieval, as an
+    ``IndexError`` (a break-it trial edited one)."""
+    import numpy as np
+
+    data, indices, indptr = (np.asarray(scores[k]) for k in ("data", "indices", "indptr"))
+    if not all(a.ndim == 1 for a in (data, indices, indptr)):
+        return "an array that is not one-dimensional"
+    if not (indices.dtype.kind in "iu" and indptr.dtype.kind in "iu"):
+        return "document ids or column bounds that are not integers"
+    if not (len(data) == len(indices) and len(indptr) and indptr[0] == 0):
+        return "its arrays disagree in length"
+    ids = list(vocab.values())
+    if ids and (min(ids) < 0 or max(ids) >= len(indptr)):
+        return f"a term whose column is outside 0-{len(indptr) - 1}"
+    if indptr[-1] != len(indices) or np.any(np.diff(indptr) < 0):
+        return "its column bounds are out of order"
+    if len(indices) and (indices.min() < 0 or indices.max() >= n_docs):
+        return f"a document id outside 0-{n_docs - 1}"
+    if not np.all(np.isfinite(data)):
+        return "a score that is not a number"
+    return None
 
 
 @functools.cache

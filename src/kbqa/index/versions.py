@@ -27,6 +27,8 @@ import shutil
 import time
 from pathlib import Path
 
+from kbqa.errors import InputError
+
 log = logging.getLogger("kbqa.index")
 
 MANIFEST = "manifest.json"
@@ -67,10 +69,24 @@ def is_managed(out: Path) -> bool:
 
 def publish_path(path: str | Path) -> Path:
     """Where a build of ``path`` is published: ``path`` (absolute, its link kept), or, when
-    ``path`` is a link the user made (not one of kbqa's), the directory it points to."""
+    ``path`` is a link the user made (not one of kbqa's), where it points, followed one link
+    at a time and stopping at kbqa's own link: a user's link to an index ``DIR`` publishes
+    ``DIR`` (a break-it trial: resolved to the end, it published into ``DIR``'s current version
+    directory, which each rebuild then wrapped in one more version, until the names grew too
+    long).
+
+    Raises:
+        InputError: ``path`` is a loop of symbolic links.
+    """
     out = absolute_path(path)
-    if out.is_symlink() and not is_managed(out):
-        return out.resolve()
+    seen: set[Path] = set()
+    while out.is_symlink() and not is_managed(out):
+        if out in seen:
+            raise InputError(f"{path} is a loop of symbolic links ({out} is reached twice)")
+        seen.add(out)
+        # relative to the folder the link is in, itself resolved: `..` in the target climbs
+        # from where the link really is (an absolute target stays as it is)
+        out = absolute_path(Path(os.path.realpath(out.parent)) / os.readlink(out))
     return out
 
 

@@ -160,6 +160,30 @@ class HybridRetriever:
         sims, ids = self.index.dense.search(vec, min(n, self.index.dense.ntotal))
         return {int(i): float(s) for i, s in zip(ids[0], sims[0], strict=True) if i >= 0}
 
+    def check_weights(self, bm25_weight: float, dense_weight: float) -> None:
+        """Check that this index can retrieve with these fusion weights (before a run of many
+        questions, as well as in :meth:`retrieve`).
+
+        Raises:
+            ValueError: Both weights are 0, or BM25 is off (``bm25_weight`` 0) and the index
+                has no dense part: not built yet (``kbqa index --continue`` adds it) or none
+                (built with ``--embedder none``).
+        """
+        if bm25_weight <= 0 and dense_weight <= 0:
+            raise ValueError("at least one of bm25_weight and dense_weight must be > 0")
+        if bm25_weight > 0 or self.dense_ready:
+            return
+        if self.index.dense_pending:
+            raise ValueError(
+                "dense retrieval was asked for alone, but the index's dense part is not "
+                "built yet (kbqa index --continue)"
+            )
+        raise ValueError(  # --continue refuses such an index: it has nothing to add
+            "dense retrieval was asked for alone, but the index has no dense part "
+            "(built with --embedder none); rebuild it with --embedder e5 or static, "
+            "or keep --bm25-weight above 0"
+        )
+
     def retrieve(
         self,
         query: str,
@@ -191,14 +215,8 @@ class HybridRetriever:
         """
         if k <= 0:
             raise ValueError(f"k must be > 0, got {k}")
-        if bm25_weight <= 0 and dense_weight <= 0:
-            raise ValueError("at least one of bm25_weight and dense_weight must be > 0")
+        self.check_weights(bm25_weight, dense_weight)
         if not self.dense_ready:
-            if bm25_weight <= 0:
-                raise ValueError(
-                    "dense retrieval was asked for alone, but the index's dense part is not "
-                    "built yet (kbqa index --continue)"
-                )
             bm25_weight, dense_weight = 1.0, 0.0  # BM25 alone: its best hit scores 1.0
         pool = max(candidate_pool, k)
         bm25 = self.search_bm25(query, pool) if bm25_weight > 0 else {}

@@ -12,7 +12,10 @@ chat`` and :meth:`kbqa.KBQA.stream` share.
 Routes:
 
 - ``GET /``: the page.
-- ``POST /api/ask`` ``{"question": str, "thread": str | null}``: a ``text/event-stream`` of
+- ``POST /api/ask`` ``{"question": str, "thread": str | null}``, sent as ``application/json``
+  from the page's own origin (any other ``Origin`` is refused, so a web page the user visits
+  cannot ask through the server; a form's ``text/plain`` body, which needs no CORS preflight,
+  gets a 415): a ``text/event-stream`` of
   ``node`` (``{"node", "line"}``), ``token`` (``{"node", "text"}``) and one ``answer`` event
   (:func:`answer_payload`), or one ``error`` event (``{"message"}``).
 - ``GET /api/threads/{thread}``: the thread's turns (``[]`` for a new one), to resume it.
@@ -41,6 +44,10 @@ from kbqa.context import Context
 from kbqa.corpus.chunking import Chunk
 
 LOOPBACK = "127.0.0.1"
+ALLOWED_HOSTS = (LOOPBACK, "localhost")
+"""The ``Host`` names the server answers (Starlette's ``TrustedHostMiddleware``): a page of
+another site that rebinds its own name to 127.0.0.1 (DNS rebinding) gets a 400, not a thread's
+history (a break-it trial)."""
 MAX_BODY_BYTES = 64 * 1024
 """The largest ``/api/ask`` body accepted (a question is a sentence)."""
 INSTALL_HINT = "pip install 'kbqa[web]' (starlette, uvicorn)"
@@ -192,6 +199,23 @@ def web_url(url: object) -> str:
     return text if text.lower().startswith(("http://", "https://")) else ""
 
 
+def refusal(request: Any) -> tuple[str, int] | None:
+    """Why ``POST /api/ask`` refuses ``request`` before reading it, with the status, or None.
+
+    - 415 unless the body is declared ``application/json``: a page of another site can send a
+      ``text/plain`` POST without a CORS preflight, and the server would run its question;
+    - 403 when an ``Origin`` is sent and is not the server's own (``http://`` and the ``Host``
+      the request came to): a browser names the page that sent the request there.
+    """
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        return f"send the question as application/json, not {kind or 'no content type'}", 415
+    origin = request.headers.get("origin")
+    if origin is not None and origin != f"http://{request.headers.get('host', '')}":
+        return f"a request from another origin ({origin}) is refused", 403
+    return None
+
+
 def create_app(service: ChatService) -> Any:
     """The Starlette application serving ``service`` (routes in the module docstring).
 
@@ -200,6 +224,8 @@ def create_app(service: ChatService) -> Any:
     """
     try:
         from starlette.applications import Starlette
+        from starlette.middleware import Middleware
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
         from starlette.requests import Request
         from starlette.responses import HTMLResponse, JSONResponse, StreamingResponse
         from starlette.routing import Route
@@ -213,19 +239,34 @@ def create_app(service: ChatService) -> Any:
         return HTMLResponse(page)
 
     async def ask(request: Request) -> Any:
-        raw = await request.body()
-        if len(raw) > MAX_BODY_BYTES:
-            return JSONResponse({"error": f"the request is over {MAX_BODY_BYTES} bytes"}, 413)
+        refused = refusal(request)
+        if refused is not None:
+            return JSONResponse({"error": refused[0]}, refused[1])
+        too_big = JSONResponse({"error": f"the request is over {MAX_BODY_BYTES} bytes"}, 413)
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > MAX_BODY_BYTES:
+            return too_big  # refused before reading: a huge body never reaches memory
+        raw = b""
+        async for part in request.stream():  # a body without a length is read up to the cap
+            raw += part
+            if len(raw) > MAX_BODY_BYTES:
+                return too_big
         try:
             body = json.loads(raw)
-        except (ValueError, RecursionError):
-            body = None
+        except (ValueError, RecursionError) as exc:
+            problem = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            return JSONResponse({"error": f"the body is not JSON: {problem}"}, 400)
         question = body.get("question") if isinstance(body, dict) else None
         thread = body.get("thread") if isinstance(body, dict) else None
         if not isinstance(question, str) or not question.strip():
             return JSONResponse({"error": "question is empty: ask a non-empty question"}, 400)
         if thread is not None and (not isinstance(thread, str) or not thread.strip()):
             return JSONResponse({"error": "thread must be a non-empty string or null"}, 400)
+        for name, value in (("question", question), ("thread", thread or "")):
+            try:  # a JSON escape of half a surrogate pair is valid JSON, not text
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return JSONResponse({"error": f"{name} holds half of a surrogate pair"}, 400)
         thread = thread or uuid.uuid4().hex[:12]
 
         def stream() -> Iterator[str]:
@@ -261,10 +302,11 @@ def create_app(service: ChatService) -> Any:
         )
 
     return Starlette(
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(ALLOWED_HOSTS))],
         routes=[
             Route("/", index),
             Route("/api/ask", ask, methods=["POST"]),
             Route("/api/threads/{thread:path}", history),  # a thread id may hold "/"
             Route("/passage/{index}/{chunk_id:int}", passage),
-        ]
+        ],
     )

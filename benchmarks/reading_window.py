@@ -1,4 +1,5 @@
-"""Does the reader abstain less on a short window around the answer than on the passage it read?
+"""Does the reader abstain less on a short window around the answer than on the passage it read,
+or on the question asked in another form?
 
 A diagnostic for a run of the graph (``kbqa eval --out RUN``; ``records.jsonl`` with
 ``readings``). For each answerable question whose gold answer is in a passage the graph read
@@ -11,13 +12,19 @@ A diagnostic for a run of the graph (``kbqa eval --out RUN``; ``records.jsonl`` 
 - ``lexical window``: the sentence sharing the most words with the question, with one sentence
   either side (no gold used).
 
+``--question-forms`` adds one way per form: the ``full`` context read with the question rewritten
+toward the form the reader was trained on (:data:`FORMS`; a form that does not change the
+question is skipped), and a ``rescued`` count: questions abstained on (or scored 0) in ``full``
+that a form answers with F1 0.5 or more. It tells whether a retry that asks again in other
+words could win back the reader's abstentions.
+
 Each reading goes through :func:`kbqa.answers.reading.generate_answer` (the serving prompt,
 budget and grounding) and the abstention check, abstaining at ``--threshold`` as the graph does.
 Prints, per run and way: questions, share abstained, median abstention probability and answer
 token F1 (an abstention scores 0). Asserts nothing.
 
     python benchmarks/reading_window.py --index /tmp/bn-idx \\
-        runs/acceptance/fin/natural runs/acceptance/fin/banglarqa-s0:80
+        runs/acceptance/fin/natural runs/acceptance/fin/banglarqa-s0:80 [--question-forms]
 """
 
 from __future__ import annotations
@@ -25,7 +32,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +47,51 @@ from kbqa.context import Context
 from kbqa.errors import KBQAError
 from kbqa.evals.metrics import answer_in_context, max_over_golds, token_f1
 from kbqa.evals.run_dir import CONFIG_FILE, index_identity, load_run
+from kbqa.finetune.paraphrase import ALL_RULES, MOVABLE_WH
 from kbqa.llm.models import load_chat_model
 from kbqa.prompts import Passage
 from kbqa.resources import load_retriever
 from kbqa.retrieval.rerank import split_sentences
 
 WORD = regex.compile(r"\w+")
+_B, _E = r"(?<![\p{L}\p{M}])", r"(?![\p{L}\p{M}])"
+_KI = regex.compile(rf"{_B}কি{_E}")
+_WHICH_NOUN = regex.compile(rf"{_B}কোন\s+[\p{{L}}\p{{M}}]+")
+
+
+def _standard_ki(q: str) -> str:
+    """``কি`` written ``কী`` (*what* in standard spelling, as Haque 2020 writes it), for a
+    question that is not yes/no (there ``কি`` is the particle)."""
+    return q if question_type(q) == "yes/no" else str(_KI.sub("কী", q))
+
+
+def _which_noun(q: str) -> str:
+    """``কোন X`` (*which X*) asked as ``কী`` (*what*): the reader matched the noun after
+    ``কোন`` in the passage (``কোন শহর`` over a sentence without ``শহর`` abstained)."""
+    return str(_WHICH_NOUN.sub("কী", q, count=1))
+
+
+def _wh_first(q: str) -> str:
+    """A question word standing inside the question moved to its front (``ডিনামাইট কে আবিষ্কার
+    করেছিলেন?`` -> ``কে ডিনামাইট আবিষ্কার করেছিলেন?``)."""
+    words = q.split()
+    inner = [i for i, w in enumerate(words[1:-1], start=1) if w in MOVABLE_WH]
+    if not inner:
+        return q
+    i = inner[0]
+    return " ".join([words[i], *words[:i], *words[i + 1 :]])
+
+
+FORMS: dict[str, Callable[[str], str]] = {
+    "order": lambda q: ALL_RULES["order"](q, random.Random(0)) or q,
+    "question word first": _wh_first,
+    "standard ki": _standard_ki,
+    "which noun": _which_noun,
+}
+"""Reading-time forms of a question, toward the training data's (the ``order`` rule of
+:mod:`kbqa.finetune.paraphrase` moves a question word between the front and the end; the
+others undo what people write and Haque 2020 writes less often)."""
+RESCUED_F1 = 0.5
 
 
 def window(sentences: list[str], i: int, n: int = 1) -> str:
@@ -138,6 +186,11 @@ def main() -> None:
         "--threshold", type=threshold, default=0.4, help="abstention threshold (default 0.4)"
     )
     ap.add_argument("--reader-adapter", default="", help="default: the packaged reader's")
+    ap.add_argument(
+        "--question-forms",
+        action="store_true",
+        help="also read the full context with the question in other forms (FORMS)",
+    )
     args = ap.parse_args()
     try:
         index = load_retriever(args.index, "").index
@@ -173,15 +226,21 @@ def main() -> None:
         ap.error(str(exc))
     for run, limit, records in runs:
         scored: dict[str, list[tuple[bool, float, float]]] = {}
-        kept = 0
+        kept = rescued = missed = 0
         for record in records:
             if not record["answerable"] or not record["gold"]:
                 continue
             contexts = ways(index, record)
             if contexts is None:
                 continue
-            q = record["question"]
-            for name, passages in contexts.items():
+            outcome: dict[str, float] = {}
+            readings = [(name, record["question"], passages) for name, passages in contexts.items()]
+            if args.question_forms:
+                for form, rewrite in FORMS.items():
+                    asked = rewrite(record["question"])
+                    if asked != record["question"]:
+                        readings.append((f"form: {form}", asked, contexts["full"]))
+            for name, q, passages in readings:
                 try:
                     reading = generate_answer(
                         model,
@@ -200,6 +259,13 @@ def main() -> None:
                 abstained = abstained or p >= args.threshold
                 f1 = max_over_golds(token_f1, answer, record["gold"], abstained=abstained)
                 scored.setdefault(name, []).append((abstained, p, f1))
+                outcome[name] = f1
+            if outcome.get("full", 0.0) == 0.0 and any(
+                f >= RESCUED_F1 for name, f in outcome.items() if name.startswith("form: ")
+            ):
+                rescued += 1
+            if outcome.get("full", 0.0) == 0.0:
+                missed += 1
             kept += 1
             if limit and kept >= limit:
                 break
@@ -211,6 +277,11 @@ def main() -> None:
                 f"abstained {sum(a for a, _, _ in rows) / len(rows):.3f} "
                 f"median p {statistics.median(p for _, p, _ in rows):.3f} "
                 f"F1 {statistics.fmean(f for *_, f in rows):.3f}"
+            )
+        if args.question_forms and scored:
+            print(
+                f"{run.name:14s} rescued by a form: {rescued} of the {missed} questions "
+                f"the full reading missed (F1 0 there, {RESCUED_F1} or more in a form)"
             )
 
 

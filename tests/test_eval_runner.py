@@ -106,7 +106,7 @@ def test_a_record_keeps_every_output_field_but_those_left_out_on_purpose(
     by hand; a field left out is named with its reason, and only real fields can be named."""
     from typing import get_type_hints
 
-    from kbqa.evals.runner import NOT_RECORDED, RUNNER_FIELDS
+    from kbqa.evals.records import NOT_RECORDED, RUNNER_FIELDS
     from kbqa.state import OutputState
 
     fields = set(get_type_hints(OutputState))

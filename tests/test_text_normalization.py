@@ -246,3 +246,14 @@ def test_the_reader_sees_the_questions_digits_as_the_passages_write_them(
         str(m.content) for m in render_answer_prompt(question, [Passage("t", passage)])
     )
     assert f"Question: {shown}" in prompt
+
+
+def test_lone_surrogate_finds_what_cannot_be_written_as_utf8() -> None:
+    import json
+    import os
+
+    from kbqa.text import lone_surrogate
+
+    assert lone_surrogate("বাংলাদেশ 😀 café") is None  # a pair decodes to one code point
+    assert lone_surrogate(json.loads('"a\\ud800b"')) == "\ud800"  # JSON's escape of half a pair
+    assert lone_surrogate(os.fsdecode(b"q\xff.jsonl")) == "\udcff"  # a file name's stray byte

@@ -278,7 +278,7 @@ def preload(ctx: Context) -> str | None:
         # a server that was asked for and is not there is an error, and so is a model file
         # the user named (a break-it trial: a corrupt .gguf only warned, and the extractor
         # answered); a registered model whose package is missing falls back
-        if ctx.llm_url or ctx.model.lower().endswith(".gguf"):
+        if ctx.llm_url or ctx.model.endswith(".gguf"):
             raise
         return str(exc)
     if routes_english(ctx):  # asked for by name: one that cannot load is an error

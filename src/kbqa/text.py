@@ -33,6 +33,7 @@ _KHANDA_TA = regex.compile("\u09a4\u09cd\u200d")  # ta, virama, ZWJ: the legacy 
 _INVISIBLE = regex.compile(r"(?![\u200c\u200d])\p{Cf}|(?<!\u09cd)[\u200c\u200d](?!\u09cd)")
 """Format characters that change no glyph: every Cf but a ZWNJ or ZWJ beside a virama."""
 _BANGLA_DIGITS = str.maketrans("০১২৩৪৫৬৭৮৯", "0123456789")
+_SURROGATE = regex.compile("[\ud800-\udfff]")
 
 
 def normalize_text(text: str) -> str:
@@ -113,3 +114,12 @@ def escape_controls(text: str) -> str:
     'a\\\\nb\\\\x1b[31m'
     """
     return str(_CONTROLS.sub(lambda m: repr(m.group())[1:-1], text))
+
+
+def lone_surrogate(text: str) -> str | None:
+    """The first half of a surrogate pair in ``text``, or None. Such a string is not text and
+    cannot be written as UTF-8: JSON's ``"\\ud800"`` escape and a file name's byte that is not
+    UTF-8 (decoded by Python as ``\\udcff``) both make one, and each failed with a traceback
+    once kbqa wrote it out (break-it trials)."""
+    m = _SURROGATE.search(text)
+    return m.group() if m else None

@@ -22,6 +22,7 @@ from kbqa.cli.index_report import (
 )
 from kbqa.cli.store import check_store, write_to_store
 from kbqa.errors import KBQAError
+from kbqa.text import lone_surrogate
 
 if TYPE_CHECKING:
     from kbqa.corpus.boilerplate import BoilerplateModel
@@ -155,10 +156,8 @@ def index(
             return write_to_store(out, store)
     if kb is None:
         fail("give a knowledge base to index (or --continue --out DIR)")
-    for given in (str(kb), out_given):  # the manifest records both as text (a break-it trial:
-        try:  # a file name not in UTF-8 failed with a traceback once the index was written)
-            given.encode("utf-8")
-        except UnicodeEncodeError:
+    for given in (str(kb), out_given):  # the manifest records both as text
+        if lone_surrogate(given):
             fail(f"{given!a} is not a valid file name here (not UTF-8); rename it")
     if dense not in ("now", "later"):
         fail(f"--dense must be now or later, got {dense!r}")

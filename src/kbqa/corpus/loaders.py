@@ -27,7 +27,7 @@ from kbqa.corpus.formats import (
 from kbqa.corpus.html import decode_html, html_to_text
 from kbqa.corpus.wikidump import DUMP_SUFFIXES
 from kbqa.errors import InputError
-from kbqa.text import escape_controls, is_blank
+from kbqa.text import escape_controls, is_blank, lone_surrogate
 
 HTML_SUFFIXES = (".html", ".htm")
 FOLDER_SUFFIXES = (".txt", ".md", ".markdown", *HTML_SUFFIXES, ".pdf", ".docx")
@@ -194,13 +194,11 @@ def _parse_record(obj: dict[str, Any], path: Path, lineno: int) -> Document:
         url=_scalar(obj.get("url"), "url", path, lineno),
     )
     for field in ("doc_id", "title", "text", "url"):
-        try:  # a JSON escape of half a surrogate pair ("\ud800") is valid JSON, not text: it
-            getattr(doc, field).encode("utf-8")  # failed when the index was written
-        except UnicodeEncodeError as exc:
+        if bad := lone_surrogate(getattr(doc, field)):  # valid JSON, not text
             raise InputError(
-                f"{path}:{lineno}: '{field}' holds half of a surrogate pair "
-                f"({exc.object[exc.start : exc.end]!a}), which is not text"
-            ) from None
+                f"{path}:{lineno}: '{field}' holds half of a surrogate pair ({bad!a}), "
+                "which is not text"
+            )
     return doc
 
 

@@ -26,6 +26,7 @@ from kbqa.context import Context
 from kbqa.errors import InputError
 from kbqa.evals.summary import summarize
 from kbqa.paths import in_the_way, write_refusal
+from kbqa.text import lone_surrogate
 from kbqa.version import __version__
 
 log = logging.getLogger("kbqa.evals")
@@ -99,11 +100,7 @@ def index_identity(index_dir: str | Path) -> dict[str, Any] | None:
 def _not_text(value: Any) -> str | None:
     """The first string inside ``value`` (a run's config) that cannot be written as UTF-8."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return value
-        return None
+        return value if lone_surrogate(value) else None
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
     return next((odd for v in items if (odd := _not_text(v)) is not None), None)
 
@@ -233,7 +230,7 @@ _RECORD_FIELDS: dict[str, type | tuple[type, ...]] = {
 
 
 def _record_problem(rec: Any) -> str | None:
-    """Why ``rec`` is not a record written by :func:`make_record`, or None."""
+    """Why ``rec`` is not a record written by :func:`~kbqa.evals.records.make_record`, or None."""
     if not isinstance(rec, dict):
         return f"a JSON {type(rec).__name__}, not an object"
     for key, kind in _RECORD_FIELDS.items():

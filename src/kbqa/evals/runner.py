@@ -22,7 +22,8 @@ from unittest import mock
 from kbqa.context import Context
 from kbqa.errors import InputError, KBQAError
 from kbqa.evals.datasets import Question, example_id, push_dataset, to_examples
-from kbqa.evals.evaluators import RECALL_KS, default_evaluators, route_stages, score_all
+from kbqa.evals.evaluators import RECALL_KS, default_evaluators, route_stages
+from kbqa.evals.records import make_record
 from kbqa.evals.run_dir import (
     RECORDS_FILE,
     SUMMARY_FILE,
@@ -91,75 +92,6 @@ def run_question(question: str, ctx: Context) -> dict[str, Any]:
     return out
 
 
-NOT_RECORDED: dict[str, str] = {
-    "question": "the record keeps the question as the data set words it",
-    "asked": "the data set's question is asked as it is, never rewritten as a follow-up",
-    "history": "one question a record: no thread",
-    "retries": "the route says whether retry ran",
-    "sources": "the record keeps the documents read (context_doc_ids) instead",
-    "retrieved": "the record keeps its documents (retrieved_doc_ids) instead",
-    "retrieval_mode": "the same for every question of a run: in summary.json",
-    "verified_answer": "in stage_answers",
-    "fallback_answer": "in stage_answers",
-    "web_results": "the pages a search returned can be long; web_query and web_error say what ran",
-}
-"""Output fields (:class:`~kbqa.state.OutputState`) a record leaves out, each with why; every
-other output field is recorded (:func:`recorded_fields`), so a field added to the state is
-recorded without a list to keep by hand."""
-
-RUNNER_FIELDS: dict[str, Any] = {"retrieved_doc_ids": [], "context_doc_ids": []}
-"""Fields :func:`run_graph` adds to the graph's output for the record, with their empty value."""
-
-
-def recorded_fields() -> dict[str, Any]:
-    """The output fields a record keeps, each with the value recorded when the output lacks it
-    (the empty value of its type, as a new question starts from: :func:`~kbqa.state.
-    per_question_reset`; None for one the reset leaves alone)."""
-    from typing import get_type_hints
-
-    from kbqa.state import OutputState, per_question_reset
-
-    empty = per_question_reset()
-    names = [n for n in get_type_hints(OutputState) if n not in NOT_RECORDED]
-    return {
-        **{
-            n: empty.get(n, [] if n in ("route", "stage_answers", "timings") else None)
-            for n in names
-        },
-        **RUNNER_FIELDS,
-    }
-
-
-def make_record(
-    q: Question, outputs: dict[str, Any] | None, error: str | None, ctx: Context
-) -> dict[str, Any]:
-    """One question's record: the question, what the graph did, and every evaluator's score."""
-    out = dict(outputs or {"answer": "", "abstained": False, "route": []})
-    if error and "error" not in out:
-        out["error"] = error
-    rec: dict[str, Any] = {
-        "qid": q.qid,
-        "question": q.question,
-        "gold": q.answers,
-        "answerable": q.answerable,
-        "gold_doc_id": q.doc_id,
-        "qtype": q.qtype,
-        **{name: out.get(name, empty) for name, empty in recorded_fields().items()},
-        "answer": str(out.get("answer", "")),
-        "abstained": bool(out.get("abstained")),
-        # a question the graph could not run is wrong on every count, abstention included
-        "scores": (
-            {k: 0.0 for k in score_all(out, q.reference(), **route_stages(ctx))}
-            if "error" in out
-            else score_all(out, q.reference(), **route_stages(ctx))
-        ),
-        "seconds": round(float(out.get("graph_seconds", 0.0)), 4),
-    }
-    if "error" in out:
-        rec["error"] = out["error"]
-    return rec
-
-
 def evaluate_questions(
     questions: list[Question],
     ctx: Context,
@@ -199,61 +131,46 @@ def evaluate_questions(
     d = Path(out_dir)
     _load_parts(ctx)  # before the run directory is created or cleared
     with run_lock(d):
-        return _evaluate(questions, ctx, d, config, overwrite, upload, dataset_name,
-                         experiment_prefix, max_concurrency, progress)  # fmt: skip
-
-
-def _evaluate(
-    questions: list[Question],
-    ctx: Context,
-    d: Path,
-    config: dict[str, Any] | None,
-    overwrite: bool,
-    upload: bool | None,
-    dataset_name: str | None,
-    experiment_prefix: str,
-    max_concurrency: int,
-    progress: bool,
-) -> EvalRun:
-    """:func:`evaluate_questions` once ``d`` is locked."""
-    done = prepare_run_dir(d, config or run_config(None, None, ctx), overwrite=overwrite)
-    todo = [q for q in questions if q.qid not in done]
-    by_example = {example_id(q.qid): q for q in todo}
-    wall = graph_s = 0.0
-    if done:
-        log.warning(
-            "resuming %s: %d of %d questions already done, %d to run",
-            d,
-            len(questions) - len(todo),
-            len(questions),
-            len(todo),
-        )
-    if todo:
-        upload = upload_enabled() if upload is None else upload
-        t0 = time.perf_counter()
-        ran = 0
-        finished = False
-        with _one_progress_bar():
-            results = _start(todo, ctx, d, upload, dataset_name, experiment_prefix, max_concurrency)
-            try:
-                with (d / RECORDS_FILE).open("a", encoding="utf-8") as fh:
-                    for row in _progress(results, len(todo), progress):
-                        q = by_example[row["example"].id]
-                        run = row["run"]
-                        rec = make_record(q, run.outputs, run.error, ctx)
-                        graph_s += rec["seconds"]
-                        fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-                        fh.flush()
-                        done[q.qid] = rec
-                        ran += 1
-                finished = True
-            finally:
-                if not finished:  # interrupted: keep this session's timing for the resumed run
-                    wall = time.perf_counter() - t0
-                    _write_summary(d, questions, done, ctx, ran, wall, graph_s, partial=True)
-        wall = time.perf_counter() - t0
-    records, summary = _write_summary(d, questions, done, ctx, len(todo), wall, graph_s)
-    return EvalRun(d, records, summary)
+        done = prepare_run_dir(d, config or run_config(None, None, ctx), overwrite=overwrite)
+        todo = [q for q in questions if q.qid not in done]
+        by_example = {example_id(q.qid): q for q in todo}
+        wall = graph_s = 0.0
+        if done:
+            log.warning(
+                "resuming %s: %d of %d questions already done, %d to run",
+                d,
+                len(questions) - len(todo),
+                len(questions),
+                len(todo),
+            )
+        if todo:
+            upload = upload_enabled() if upload is None else upload
+            t0 = time.perf_counter()
+            ran = 0
+            finished = False
+            with _one_progress_bar():
+                results = _start(
+                    todo, ctx, d, upload, dataset_name, experiment_prefix, max_concurrency
+                )
+                try:
+                    with (d / RECORDS_FILE).open("a", encoding="utf-8") as fh:
+                        for row in _progress(results, len(todo), progress):
+                            q = by_example[row["example"].id]
+                            run = row["run"]
+                            rec = make_record(q, run.outputs, run.error, ctx)
+                            graph_s += rec["seconds"]
+                            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                            fh.flush()
+                            done[q.qid] = rec
+                            ran += 1
+                    finished = True
+                finally:
+                    if not finished:  # interrupted: keep this session's timing to resume
+                        wall = time.perf_counter() - t0
+                        _write_summary(d, questions, done, ctx, ran, wall, graph_s, partial=True)
+            wall = time.perf_counter() - t0
+        records, summary = _write_summary(d, questions, done, ctx, len(todo), wall, graph_s)
+        return EvalRun(d, records, summary)
 
 
 def _start(

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kbqa.errors import InputError
+from kbqa.text import lone_surrogate
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z0-9\"'(\[])")
 """An English sentence ends at ``.``, ``!`` or ``?`` (and a closing quote or bracket) before a
@@ -58,11 +59,8 @@ def _field(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
         raise InputError(f"{where}.{key} must be {names}, got {type(value).__name__}")
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise InputError(f"{where}.{key} is not valid Unicode (a lone surrogate)") from e
+    if isinstance(value, str) and lone_surrogate(value):
+        raise InputError(f"{where}.{key} is not valid Unicode (a lone surrogate)")
     return value
 
 

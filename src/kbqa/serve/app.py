@@ -42,6 +42,7 @@ from typing import Any
 
 from kbqa.context import Context
 from kbqa.corpus.chunking import Chunk
+from kbqa.text import lone_surrogate
 
 LOOPBACK = "127.0.0.1"
 ALLOWED_HOSTS = (LOOPBACK, "localhost")
@@ -263,9 +264,7 @@ def create_app(service: ChatService) -> Any:
         if thread is not None and (not isinstance(thread, str) or not thread.strip()):
             return JSONResponse({"error": "thread must be a non-empty string or null"}, 400)
         for name, value in (("question", question), ("thread", thread or "")):
-            try:  # a JSON escape of half a surrogate pair is valid JSON, not text
-                value.encode("utf-8")
-            except UnicodeEncodeError:
+            if lone_surrogate(value):  # valid JSON, not text
                 return JSONResponse({"error": f"{name} holds half of a surrogate pair"}, 400)
         thread = thread or uuid.uuid4().hex[:12]
 

@@ -692,3 +692,19 @@ def test_a_file_name_with_a_newline_stays_on_its_sources_line(tmp_path: Path) ->
     lines = text.splitlines()
     source = lines[lines.index("sources:") + 1]
     assert "two\\nlines" in source and source.startswith("  [1] ") and source.endswith(")")
+
+
+@pytest.mark.parametrize("role", ["reader", "verifier", "reranker"])
+def test_finetune_help_needs_no_finetune_extra(role: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new user's finding: ``kbqa finetune reader --help`` asked for torch, transformers and
+    peft before it listed a flag, and listed them as ``--init_adapter``."""
+    import sys
+
+    for module in ("transformers", "torch", "peft"):
+        monkeypatch.setitem(sys.modules, module, None)  # as if the extra were not installed
+    result = runner.invoke(app, ["finetune", role, "--help"])
+    assert result.exit_code == 0, result.output
+    assert f"usage: kbqa finetune {role}" in result.output
+    assert "--learning-rate FLOAT" in result.output and "--learning_rate" not in result.output
+    assert ("--trap-ratio" in result.output) is (role != "reranker")  # a reader's flag, hidden
+    assert "pip install 'kbqa[finetune]'" in " ".join(result.output.split())

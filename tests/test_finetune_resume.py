@@ -197,6 +197,49 @@ def test_a_new_run_on_other_examples_starts_from_a_trained_adapter(
         load_adapter_weights(lora_model(_tiny_model(path), cfg), partial)
 
 
+def test_a_new_run_starts_from_an_exported_adapter_gguf(
+    tiny: tuple[Path, Any],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """``--init-adapter`` takes an exported adapter (the shipped reader keeps only its
+    ``adapter.gguf``): its weights, read back from float16, go on as the checkpoint's did."""
+    from peft import get_peft_model_state_dict
+
+    from kbqa.finetune.checkpoint import check_adapter_folder, load_adapter_weights
+    from kbqa.finetune.export import lora_tensor_pairs, write_lora_gguf
+    from kbqa.finetune.train import lora_model, train_reader
+    from kbqa.llm.lora import KV_BASE_SHA256
+
+    path, tok = tiny
+    probe = _examples(4)
+    cfg = _cfg(tmp_path / "a", max_steps=3)
+    first = lora_model(_tiny_model(path), cfg)
+    train_reader(first, tok, _examples(6), [], cfg, tmp_path / "a")
+    layers = int(first.config.num_hidden_layers)
+    pairs = lora_tensor_pairs(get_peft_model_state_dict(first), "gemma3", layers)
+    exported = tmp_path / "shipped"
+    exported.mkdir()
+    write_lora_gguf(pairs, cfg.lora_alpha, exported / "adapter.gguf", arch="gemma3",
+                    metadata={KV_BASE_SHA256: "0" * 64})  # fmt: skip
+    for given in (exported, exported / "adapter.gguf"):  # the folder or its file
+        check_adapter_folder(given, cfg.lora_r, cfg.lora_alpha, exported=True)
+        second = lora_model(_tiny_model(path), cfg)
+        load_adapter_weights(second, given)
+        assert _loss(second, tok, probe) == pytest.approx(_loss(first, tok, probe), abs=1e-3)
+    fresh = _loss(lora_model(_tiny_model(path), cfg), tok, probe)
+    assert _loss(second, tok, probe) != pytest.approx(fresh, abs=1e-3)
+    with pytest.raises(InputError, match="has LoRA r 16, these settings 8"):
+        check_adapter_folder(exported, 8, cfg.lora_alpha, exported=True)
+    with pytest.raises(InputError, match=r"not an exported \.gguf adapter"):
+        check_adapter_folder(exported, cfg.lora_r, cfg.lora_alpha)  # a resume wants a checkpoint
+    # an exported adapter of other modules is refused by name
+    write_lora_gguf({k: v for k, v in pairs.items() if "attn_q" in k}, cfg.lora_alpha,
+                    exported / "adapter.gguf", arch="gemma3",
+                    metadata={KV_BASE_SHA256: "0" * 64})  # fmt: skip
+    with pytest.raises(InputError, match="the adapter has no tensor for"):
+        load_adapter_weights(lora_model(_tiny_model(path), cfg), exported)
+
+
 def test_a_folder_that_is_not_a_lora_checkpoint_is_named(tmp_path: Path) -> None:
     from kbqa.finetune.checkpoint import check_adapter_folder
 

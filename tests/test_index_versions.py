@@ -169,6 +169,29 @@ def test_a_users_link_to_an_index_publishes_that_index(tmp_path: Path) -> None:
     assert len(versions) == 2 and all(v.count(".v-") == 1 for v in versions), versions
 
 
+def test_one_build_of_an_index_is_refused_as_an_out(tmp_path: Path) -> None:
+    """Helpers' findings: a link made with ``readlink -f idx`` (to ``.idx.v-...``) published a
+    copy nested in that version (``..idx.v-....v-...``), one more each rebuild; redirected to
+    ``idx``, it left the link on a version the next rebuild deleted. Now it is refused, as is
+    the version's own name, before anything is written."""
+    from kbqa.errors import InputError
+
+    out = tmp_path / "idx"
+    build_index(docs("a"), out, NoEmbedder(), progress=False)
+    version = out.resolve()
+    pinned = tmp_path / "pinned"
+    pinned.symlink_to(version)
+    for given in (pinned, version):
+        with pytest.raises(InputError, match=rf"one build of the index {out}.*build --out {out}"):
+            build_index(docs("b"), given, NoEmbedder(), progress=False)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == [version.name]
+    assert all(WORDS["a"] in c.text for c in load_index(pinned).chunks)  # still readable
+    # a folder merely named like a version, beside no index of that name, is the user's own
+    lookalike = tmp_path / ".other.v-1-2"
+    build_index(docs("b"), lookalike, NoEmbedder(), progress=False)
+    assert all(WORDS["b"] in c.text for c in load_index(lookalike).chunks)
+
+
 def test_a_relative_link_in_a_linked_folder_climbs_from_where_it_really_is(
     tmp_path: Path,
 ) -> None:

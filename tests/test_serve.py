@@ -17,7 +17,7 @@ pytest.importorskip("httpx")
 from starlette.testclient import TestClient
 
 from kbqa.context import Context
-from kbqa.serve.app import ChatService, create_app
+from kbqa.serve.app import ChatService, create_app, own_origin
 
 LOCAL = "http://127.0.0.1"
 """The test client's address: the server answers its loopback names only (``ALLOWED_HOSTS``)."""
@@ -166,6 +166,27 @@ def test_requests_from_other_sites_are_refused(client: TestClient) -> None:
                       headers={"Origin": "http://127.0.0.1"})  # fmt: skip
     assert events(own)[-1][0] == "answer"
     assert events(client.post("/api/ask", json={"question": "ঢাকা কোথায়?"}))[-1][0] == "answer"
+
+
+@pytest.mark.parametrize(
+    ("origin", "host", "own"),
+    [
+        ("http://127.0.0.1:8791", "127.0.0.1:8791", True),
+        ("http://localhost:8791", "127.0.0.1:8791", True),  # one machine, two loopback names
+        ("http://127.0.0.1:8791", "localhost:8791", True),
+        ("http://127.0.0.1", "127.0.0.1", True),
+        ("http://127.0.0.1:9999", "127.0.0.1:8791", False),  # another server on this machine
+        ("https://127.0.0.1:8791", "127.0.0.1:8791", False),
+        ("http://evil.example:8791", "127.0.0.1:8791", False),
+        ("http://user@127.0.0.1:8791", "127.0.0.1:8791", False),
+        ("http://127.0.0.1:99999", "127.0.0.1:99999", False),  # no such port
+        ("null", "127.0.0.1:8791", False),  # a sandboxed frame or a file: page
+    ],
+)
+def test_own_origin(origin: str, host: str, own: bool) -> None:
+    """A helper's finding: ``Origin: http://localhost:PORT`` was refused by a server reached as
+    ``127.0.0.1:PORT``."""
+    assert own_origin(origin, host) is own
 
 
 def test_a_missing_precision_sub_index_is_a_404(tiny_index: Path, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from kbqa.context_checks import Resources
 from kbqa.embedders import load_embedder
 from kbqa.errors import IndexLoadError
 from kbqa.index import DENSE, has_strategy, load_index
+from kbqa.llm.cache import names_gguf_file
 from kbqa.llm.models import load_chat_model
 from kbqa.retrieval.rerank import Reranker, load_reranker
 from kbqa.retrieval.retriever import HybridRetriever, Retriever
@@ -278,7 +279,7 @@ def preload(ctx: Context) -> str | None:
         # a server that was asked for and is not there is an error, and so is a model file
         # the user named (a break-it trial: a corrupt .gguf only warned, and the extractor
         # answered); a registered model whose package is missing falls back
-        if ctx.llm_url or ctx.model.endswith(".gguf"):
+        if ctx.llm_url or names_gguf_file(ctx.model):
             raise
         return str(exc)
     if routes_english(ctx):  # asked for by name: one that cannot load is an error

@@ -89,17 +89,51 @@ def reranker(ctx: typer.Context) -> None:
     typer.echo(f"serve it with  kbqa ask ... --reranker {out}/adapter{cost}")
 
 
+def _config_class(role: str) -> Any:
+    from kbqa.finetune.config import ReaderConfig
+    from kbqa.finetune.reranker import RerankerConfig
+    from kbqa.finetune.verifier import VerifierConfig
+
+    return {"verifier": VerifierConfig, "reranker": RerankerConfig}.get(role, ReaderConfig)
+
+
+def config_help(role: str) -> str:
+    """``kbqa finetune ROLE --help``: every flag of the role's config (its dataclass fields, in
+    their ``--dash-form``, with type, default and help), read without the finetune extra, so a
+    user can see the options before installing torch (a new user's finding)."""
+    import dataclasses
+
+    config = _config_class(role)
+    hidden = set(getattr(config, "READER_ONLY", ()))
+    parser = argparse.ArgumentParser(
+        prog=f"kbqa finetune {role}",
+        description=f"{(config.__doc__ or '').strip().splitlines()[0]} Needs the finetune "
+        f"extra ({INSTALL_HINT}). Each flag may also be written with underscores.",
+        add_help=False,
+    )
+    for f in dataclasses.fields(config):
+        if f.name in hidden or not f.init:
+            continue
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        said = "required" if required else f"default: {f.default!r}"
+        parser.add_argument(
+            f"--{f.name.replace('_', '-')}",
+            metavar=str(f.type).upper() if str(f.type) != "bool" else "{true,false}",
+            help=f"{f.metadata.get('help', '')} ({said})".replace("%", "%%"),
+        )
+    return parser.format_help()
+
+
 def _run(role: str, args: list[str]) -> tuple[dict[str, Any], str]:
     """Parse ``args`` into the role's config and run its pipeline; exit with a clear error."""
+    if "--help" in args or "-h" in args:
+        typer.echo(config_help(role))
+        raise typer.Exit(0)
     try:
         from transformers import HfArgumentParser
-
-        from kbqa.finetune.config import ReaderConfig
-        from kbqa.finetune.reranker import RerankerConfig
-        from kbqa.finetune.verifier import VerifierConfig
     except ImportError as exc:
         _fail(f"fine-tuning needs the finetune extra: {INSTALL_HINT} ({exc})")
-    config = {"verifier": VerifierConfig, "reranker": RerankerConfig}.get(role, ReaderConfig)
+    config = _config_class(role)
     parser = HfArgumentParser(config, prog=f"kbqa finetune {role}")  # type: ignore[arg-type]
     unused = set(getattr(config, "READER_ONLY", ()))
     for action in parser._actions:  # argparse has no public way to hide an inherited option

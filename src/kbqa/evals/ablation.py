@@ -26,6 +26,7 @@ from kbqa.errors import InputError
 from kbqa.evals.datasets import Question
 from kbqa.evals.run_dir import SUMMARY_FILE, run_config, write_json
 from kbqa.evals.runner import evaluate_questions
+from kbqa.llm.cache import names_gguf_file
 
 FUSION_SWEEP = (0.0, 0.25, 0.5, 0.65, 0.75, 1.0)
 """BM25 weights of the fusion sweep (dense weight = 1 - BM25 weight); 0.65 is HybridRAG-BN's."""
@@ -221,7 +222,7 @@ def run_models(
 
 def model_tag(model: str) -> str:
     """A file-name-safe tag for a model name or ``.gguf`` path."""
-    name = Path(model).stem if model.endswith(".gguf") else model
+    name = Path(model).stem if names_gguf_file(model) else model
     return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)
 
 

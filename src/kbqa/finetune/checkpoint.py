@@ -266,14 +266,30 @@ def recover_copy(copy_to: Path) -> None:
     shutil.rmtree(_aside(copy_to, ".tmp"), ignore_errors=True)
 
 
-def check_adapter_folder(folder: Path, r: int | None = None, alpha: int | None = None) -> None:
+def check_adapter_folder(
+    folder: Path, r: int | None = None, alpha: int | None = None, *, exported: bool = False
+) -> None:
     """Check that ``folder`` holds a peft LoRA adapter (``adapter_config.json`` and
     :data:`ADAPTER_FILE`) as a checkpoint does, of LoRA rank ``r`` and ``alpha`` when given.
+    With ``exported``, an exported adapter GGUF (a ``.gguf`` file, or a folder holding
+    ``adapter.gguf`` as the shipped reader's does) is accepted too, so a run can start from it
+    (``--init-adapter``).
 
     Raises:
         InputError: It is not a folder, lacks one of the two files, its config is not a JSON
-            object or names another rank or alpha, or its weights file is not safetensors.
+            object or names another rank or alpha, or its weights file is not safetensors; an
+            exported adapter that is not a readable LoRA GGUF, or of another rank or alpha.
     """
+    from kbqa.finetune.export import exported_adapter_file, read_lora_gguf
+
+    gguf_file = exported_adapter_file(folder) if exported else None
+    if gguf_file is not None:
+        _, its_alpha, pairs = read_lora_gguf(gguf_file)
+        its_r = min((int(a.shape[0]) for a, _ in pairs.values()), default=0)
+        for key, its, mine in (("r", its_r, r), ("lora_alpha", its_alpha, alpha)):
+            if mine is not None and its != mine:
+                raise InputError(f"{folder} has LoRA {key} {its:g}, these settings {mine!r}")
+        return
     if not folder.is_dir():
         raise InputError(f"{folder} is not a folder (a LoRA checkpoint folder was expected)")
     for name in ("adapter_config.json", ADAPTER_FILE):
@@ -321,21 +337,23 @@ def load_adapter_weights(model: Any, checkpoint: Path) -> None:
             base model, other target modules, unreadable weights).
     """
     from peft import set_peft_model_state_dict
-    from safetensors.torch import load_file
 
-    config = _adapter_config(checkpoint)
     ours = model.peft_config["default"]
-    for key, mine in (("r", ours.r), ("lora_alpha", ours.lora_alpha)):
-        if config.get(key) != mine:
-            raise InputError(
-                f"{checkpoint} has LoRA {key} {config.get(key)!r}, these settings {mine!r}"
-            )
-    from safetensors import SafetensorError
+    weights = _exported_weights(model, checkpoint)
+    if weights is None:
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
 
-    try:
-        weights = load_file(str(checkpoint / ADAPTER_FILE))
-    except SafetensorError as e:
-        raise InputError(f"{checkpoint / ADAPTER_FILE} is not a safetensors file: {e}") from e
+        config = _adapter_config(checkpoint)
+        for key, mine in (("r", ours.r), ("lora_alpha", ours.lora_alpha)):
+            if config.get(key) != mine:
+                raise InputError(
+                    f"{checkpoint} has LoRA {key} {config.get(key)!r}, these settings {mine!r}"
+                )
+        try:
+            weights = load_file(str(checkpoint / ADAPTER_FILE))
+        except SafetensorError as e:
+            raise InputError(f"{checkpoint / ADAPTER_FILE} is not a safetensors file: {e}") from e
     try:
         result = set_peft_model_state_dict(model, weights)
     except RuntimeError as e:  # torch's "size mismatch": an adapter of another base model
@@ -352,6 +370,30 @@ def load_adapter_weights(model: Any, checkpoint: Path) -> None:
             f"{checkpoint} lacks {len(missing)} of this model's LoRA tensors ({missing[0]}, "
             "...): it adapts other modules (lora target modules) than these settings"
         )
+
+
+def _exported_weights(model: Any, path: Path) -> dict[str, Any] | None:
+    """The LoRA weights of the exported adapter GGUF ``path`` names, keyed as ``model``'s own
+    (float32; the export stored float16), or None when ``path`` is a peft checkpoint.
+
+    Raises:
+        InputError: Another rank or alpha than ``model``'s, or tensors that do not fit it.
+    """
+    from kbqa.finetune.export import exported_adapter_file, peft_state_from_pairs, read_lora_gguf
+
+    gguf_file = exported_adapter_file(path)
+    if gguf_file is None:
+        return None
+    import numpy as np
+    import torch
+    from peft import get_peft_model_state_dict
+
+    ours = model.peft_config["default"]
+    check_adapter_folder(path, ours.r, ours.lora_alpha, exported=True)
+    arch, _, pairs = read_lora_gguf(gguf_file)
+    keys = list(get_peft_model_state_dict(model))
+    state = peft_state_from_pairs(pairs, keys, arch, int(model.config.num_hidden_layers))
+    return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}
 
 
 def all_checkpoints(out: Path) -> list[Path]:

@@ -185,8 +185,10 @@ class ReaderConfig:
         default="",
         metadata={
             "help": "Start from this LoRA adapter's weights (a checkpoint folder such as "
-            "training/reader or OUT/checkpoints/checkpoint-N, same r and alpha): a new run "
-            "on other data that goes on from a trained reader (the schedule starts fresh)."
+            "training/reader or OUT/checkpoints/checkpoint-N, or an exported adapter: its "
+            "adapter.gguf or the folder holding it, such as the shipped reader's; same r and "
+            "alpha): a new run on other data that goes on from a trained reader (the schedule "
+            "starts fresh)."
         },
     )
     restart_warmup_steps: int = field(

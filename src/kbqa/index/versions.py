@@ -23,6 +23,7 @@ import glob
 import json
 import logging
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -32,6 +33,9 @@ from kbqa.errors import InputError
 log = logging.getLogger("kbqa.index")
 
 MANIFEST = "manifest.json"
+_VERSION_NAME = re.compile(r"\.(.+)\.v-\d+-(?:\d+|legacy)")
+"""A version directory's name, ``.DIR.v-<time ns>-<pid>`` (``-legacy`` for a moved plain
+directory): :func:`publish`."""
 
 
 def absolute_path(path: str | Path) -> Path:
@@ -75,8 +79,13 @@ def publish_path(path: str | Path) -> Path:
     directory, which each rebuild then wrapped in one more version, until the names grew too
     long).
 
+    A path that is one of kbqa's own version directories (a link made with ``readlink -f DIR``,
+    or that name given itself) is refused: published there, a build nested a copy inside that
+    version, and redirected to ``DIR``, it left the link on a version the next rebuild deletes
+    (helpers' findings).
+
     Raises:
-        InputError: ``path`` is a loop of symbolic links.
+        InputError: ``path`` is a loop of symbolic links, or one build of an index.
     """
     out = absolute_path(path)
     seen: set[Path] = set()
@@ -87,7 +96,24 @@ def publish_path(path: str | Path) -> Path:
         # relative to the folder the link is in, itself resolved: `..` in the target climbs
         # from where the link really is (an absolute target stays as it is)
         out = absolute_path(Path(os.path.realpath(out.parent)) / os.readlink(out))
+    owner = version_owner(out)
+    if owner is not None:
+        raise InputError(
+            f"{path} is {out.name}, one build of the index {owner}, which a later rebuild "
+            f"deletes: build --out {owner} (and link to {owner}, not to one of its builds)"
+        )
     return out
+
+
+def version_owner(version: Path) -> Path | None:
+    """The index ``DIR`` whose version directory ``version`` is (``.DIR.v-<time>-<pid>`` beside
+    ``DIR``, a link of kbqa's; also when that version is already deleted), or None for any other
+    path."""
+    found = _VERSION_NAME.fullmatch(version.name)
+    if found is None or version.is_symlink():
+        return None
+    owner = version.parent / found.group(1)
+    return owner if is_managed(owner) else None
 
 
 def _complete(version: Path) -> bool:

@@ -1,4 +1,5 @@
-"""kbqa's cache directory and file checksums, which the model registry and the adapters share."""
+"""kbqa's cache directory, file checksums and what names a model file, which the model registry
+and the adapters share."""
 
 from __future__ import annotations
 
@@ -32,3 +33,10 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def names_gguf_file(name: str) -> bool:
+    """Does the model name ``name`` name a local GGUF file rather than a registered model? Its
+    suffix is ``.gguf`` in any case (``.GGUF`` read as an unknown model name: a helper's
+    finding)."""
+    return Path(name).suffix.lower() == ".gguf"

@@ -23,6 +23,7 @@ from pydantic import ConfigDict, PrivateAttr
 from kbqa.errors import ModelError
 from kbqa.interrupts import deferred_interrupt
 from kbqa.llm import llama_compat
+from kbqa.llm.cache import names_gguf_file
 from kbqa.llm.grounding import SpanConstraint
 from kbqa.llm.threshold import AbstentionThreshold, PhraseTokens, core, phrase_tokens
 from kbqa.prompts.answer import prompt_text
@@ -140,7 +141,10 @@ class LlamaCppChatModel(BaseChatModel):
             ModelError: llama-cpp-python is not installed, or the file or adapter does not load.
         """
         llama = open_llama(path, n_ctx=n_ctx, n_threads=n_threads, lora_path=lora_path)
-        if str(path).endswith(".gguf") and model_name == str(path) and not lora_path:
+        # a model named by its file (in any spelling: `./m.gguf`, `m//M.GGUF`), not a registered
+        # one, gets the prompt its own metadata implies (a helper's finding: the style depended
+        # on how the path was written)
+        if names_gguf_file(model_name) and not lora_path:
             has_template = bool(llama.metadata.get("tokenizer.chat_template"))
             prompt_style = "chatml" if has_template else "completion"
         model = cls(

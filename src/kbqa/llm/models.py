@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbqa.errors import ModelError
-from kbqa.llm.cache import cache_root, file_sha256
+from kbqa.llm.cache import cache_root, file_sha256, names_gguf_file
 from kbqa.llm.lora import (
     MANIFEST_FILE,
     check_adapter_tensors,
@@ -194,7 +194,7 @@ def resolve_model(name: str) -> tuple[Path, PromptStyle]:
                 tmp.unlink(missing_ok=True)
         return target, spec.prompt_style
     path = Path(name).expanduser()
-    if path.suffix == ".gguf":
+    if names_gguf_file(name):
         if not path.is_file():
             raise ModelError(f"GGUF file not found: {path}")
         return path, "chatml"  # refined from the file's metadata when it is loaded

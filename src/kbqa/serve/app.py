@@ -205,16 +205,38 @@ def refusal(request: Any) -> tuple[str, int] | None:
 
     - 415 unless the body is declared ``application/json``: a page of another site can send a
       ``text/plain`` POST without a CORS preflight, and the server would run its question;
-    - 403 when an ``Origin`` is sent and is not the server's own (``http://`` and the ``Host``
-      the request came to): a browser names the page that sent the request there.
+    - 403 when an ``Origin`` is sent and is not the server's own: ``http://``, one of
+      :data:`ALLOWED_HOSTS` and the port of the ``Host`` the request came to (a page opened as
+      ``localhost`` may ask the server reached as ``127.0.0.1``; a browser names the page that
+      sent the request there).
     """
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/json":
         return f"send the question as application/json, not {kind or 'no content type'}", 415
     origin = request.headers.get("origin")
-    if origin is not None and origin != f"http://{request.headers.get('host', '')}":
+    if origin is not None and not own_origin(origin, request.headers.get("host", "")):
         return f"a request from another origin ({origin}) is refused", 403
     return None
+
+
+def own_origin(origin: str, host: str) -> bool:
+    """Is ``origin`` (an ``Origin`` header) the server's own page, reached at ``host`` (the
+    ``Host`` header, ``name[:port]``)? ``http``, a loopback name of :data:`ALLOWED_HOSTS` and the
+    same port; anything unparsable is not."""
+    from urllib.parse import urlsplit
+
+    try:
+        sent, came = urlsplit(origin), urlsplit(f"http://{host}")
+        same_port = sent.port == came.port
+    except ValueError:  # a port out of range or not a number
+        return False
+    return (
+        sent.scheme == "http"
+        and sent.hostname in ALLOWED_HOSTS
+        and not sent.path
+        and not sent.username
+        and same_port
+    )
 
 
 def create_app(service: ChatService) -> Any:

@@ -1,0 +1,146 @@
+"""Write the natq training questions as a kbqa question file, their evidence sentences read back
+from Haque 2020's knowledge base (the repository keeps character offsets, not Haque's text).
+
+    python training/natq/build.py ../shared/data/bn/train/haque2020_kb.jsonl natq.qa.jsonl \
+        [--mix mix.qa.jsonl --mix-sample 1000 --seed 62]
+
+``questions.jsonl`` here: 528 Bangla questions written in our own words over 176 Haque 2020
+passages (89 unanswerable but plausible), each answer an exact span of its passage, with
+``evidence_span`` the ``[start, end)`` characters of the sentence holding it (None when
+unanswerable). The output adds ``evidence`` (that text) and drops ``evidence_span``: the fields
+``kbqa finetune reader --train`` reads. With ``--mix``, a seeded sample of another question file's
+lines (``random.Random(seed).sample``; blank lines left out) comes first, as phase 10's training
+file was made (docs/finetune-log.md). Exits non-zero with one line naming the file, line or
+question when an input is missing or malformed, a passage is missing or given twice, a span
+does not fit its passage, an answer is not in its evidence (another version of the knowledge
+base), or the output would overwrite an input; the output is written whole or not at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of a JSON Lines file, blank lines skipped.
+
+    Raises:
+        SystemExit: The file cannot be read, or a line is not a JSON object.
+    """
+    try:
+        lines = path.read_text("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        sys.exit(f"cannot read {path}: {exc}")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            sys.exit(f"{path}:{number}: not JSON ({exc})")
+        if not isinstance(row, dict):
+            sys.exit(f"{path}:{number}: not a JSON object")
+        yield number, row
+
+
+def _passages(kb: Path) -> dict[str, str]:
+    texts: dict[str, str] = {}
+    for number, doc in _rows(kb):
+        doc_id, text = doc.get("doc_id"), doc.get("text")
+        if not isinstance(doc_id, str) or not isinstance(text, str):
+            sys.exit(f"{kb}:{number}: a passage needs a string doc_id and text")
+        if doc_id in texts:
+            sys.exit(f"{kb}:{number}: passage {doc_id} is given twice")
+        texts[doc_id] = text
+    return texts
+
+
+def _evidence(row: dict[str, Any], where: str, texts: dict[str, str], kb: Path) -> str:
+    """The evidence text of one question, every field checked."""
+    answers, span, doc_id = row.get("answers"), row.get("evidence_span", ...), row.get("doc_id")
+    if span is ... or not isinstance(row.get("answerable"), bool):
+        sys.exit(f"{where}: a question needs evidence_span and answerable (true or false)")
+    if not isinstance(answers, list) or not all(isinstance(a, str) and a for a in answers):
+        sys.exit(f"{where}: answers must be a list of non-empty strings")
+    if doc_id not in texts:
+        sys.exit(f"{where}: passage {doc_id} is not in {kb}")
+    if not row["answerable"]:
+        if answers or span is not None:
+            sys.exit(f"{where}: an unanswerable question has answers [] and evidence_span null")
+        return ""
+    text = texts[doc_id]
+    ok = isinstance(span, list) and len(span) == 2 and all(type(i) is int for i in span)
+    if not ok or not answers or not 0 <= span[0] < span[1] <= len(text):
+        sys.exit(
+            f"{where}: an answerable question needs answers and evidence_span [start, end) "
+            f"within its passage (0-{len(text)} characters), got {span!r}"
+        )
+    evidence = text[span[0] : span[1]]
+    if not any(a in evidence for a in answers):
+        sys.exit(f"{where}: no answer in its evidence: is {kb} Haque 2020's?")
+    return evidence
+
+
+def build(kb: Path, questions: Path, out: Path, first: Sequence[str] = ()) -> int:
+    """Write ``out``: the lines ``first``, then ``questions`` read with the knowledge base
+    ``kb``; the number of questions written.
+
+    Raises:
+        SystemExit: As the module says, before ``out`` is touched.
+    """
+    target = out.resolve()
+    if target in (kb.resolve(), questions.resolve()):
+        sys.exit(f"{out} is an input: write the question file elsewhere")
+    if not out.parent.is_dir() or out.is_dir():
+        sys.exit(f"cannot write {out}: its folder is missing or it is a folder")
+    texts = _passages(kb)
+    rows = []
+    for number, row in _rows(questions):
+        evidence = _evidence(row, f"{questions}:{number} ({row.get('qid')})", texts, kb)
+        rows.append({k: v for k, v in row.items() if k != "evidence_span"} | {"evidence": evidence})
+    lines = [line if line.endswith("\n") else line + "\n" for line in first if line.strip()]
+    lines += [json.dumps(r, ensure_ascii=False) + "\n" for r in rows]
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        tmp.write_text("".join(lines), "utf-8")
+        tmp.replace(out)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        sys.exit(f"cannot write {out}: {exc}")
+    return len(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("kb", type=Path, help="haque2020_kb.jsonl")
+    parser.add_argument("out", type=Path, help="the question file to write")
+    parser.add_argument("--questions", type=Path, default=HERE / "questions.jsonl")
+    parser.add_argument("--mix", type=Path, help="a question file to sample first")
+    parser.add_argument("--mix-sample", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=62)
+    args = parser.parse_args()
+    first: list[str] = []
+    if args.mix:
+        if args.mix.resolve() == args.out.resolve():
+            sys.exit(f"{args.out} is an input: write the question file elsewhere")
+        if args.mix_sample < 0:
+            sys.exit(f"--mix-sample must be 0 or more, got {args.mix_sample}")
+        try:
+            text = args.mix.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            sys.exit(f"cannot read {args.mix}: {exc}")
+        lines = [line for line in text.splitlines(keepends=True) if line.strip()]
+        first = random.Random(args.seed).sample(lines, min(args.mix_sample, len(lines)))
+    print(f"{build(args.kb, args.questions, args.out, first)} questions -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -117,6 +117,7 @@ def test_worst_answers_lists_the_lowest_f1_first_wrong_answers_before_abstention
     ]
     rows = worst_answers(records, n=3)
     assert [r[0] for r in rows] == ["wrong", "abst", "half"]
+    assert [r[0] for r in worst_answers(records, n=10)] == ["wrong", "abst", "half"]  # not "good"
     assert rows[0] == ["wrong", "gold wrong", "b | c", 0.0, "no", "no", "generate"]
     assert "| b \\| c |" in markdown_table(["q", "g", "a", "f1", "r", "d", "by"], rows)
     assert rows[1][2] == "(abstained)" and rows[1][4:6] == ["yes", "yes"]

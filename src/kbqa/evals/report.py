@@ -102,8 +102,13 @@ def worst_answers(records: list[dict[str, Any]], n: int = WORST_ANSWERS) -> list
     """Rows for the report's table of the ``n`` lowest-F1 answerable questions (wrong answers
     before abstentions at equal F1): question, first gold answer, the answer, its F1, whether a
     gold answer was in the context read, whether the gold document was read, and the stage that
-    answered. Records without a numeric token F1 are left out."""
-    scored = [r for r in records if r.get("answerable") is not False and _f1(r) is not None]
+    answered. Records without a numeric token F1, and right answers (F1 1; a new user read a
+    short run's table of every answerable question, right ones too), are left out."""
+    scored = [
+        r
+        for r in records
+        if r.get("answerable") is not False and (f1 := _f1(r)) is not None and f1 < 1.0
+    ]
     scored.sort(key=lambda r: (_f1(r), bool(r.get("abstained"))))
     rows = []
     for r in scored[:n]:

@@ -51,7 +51,7 @@ another site that rebinds its own name to 127.0.0.1 (DNS rebinding) gets a 400, 
 history (a break-it trial)."""
 MAX_BODY_BYTES = 64 * 1024
 """The largest ``/api/ask`` body accepted (a question is a sentence)."""
-INSTALL_HINT = "pip install 'kbqa[web]' (starlette, uvicorn)"
+INSTALL_HINT = "bash scripts/setup.sh web, or pip install 'kbqa[web]' (starlette, uvicorn)"
 
 
 def answer_payload(out: dict[str, Any], sentence_of: Any) -> dict[str, Any]:

@@ -234,6 +234,10 @@ def test_an_exported_adapter_reads_back_for_a_new_run(tmp_path: Path) -> None:
     (reranker / lora.MANIFEST_FILE).write_text('{"base_model": "gemma3-270m", "role": "reranker"}')
     with pytest.raises(InputError, match="is a reranker's adapter"):
         read_lora_gguf(reranker / lora.ADAPTER_FILE)
+    assert read_lora_gguf(reranker / lora.ADAPTER_FILE, "reranker")[1] == 8  # its own run's
+    assert read_lora_gguf(folder / lora.ADAPTER_FILE, "verifier")[1] == 8  # a reader's: verifier
+    with pytest.raises(InputError, match="a reranker's run starts from a reranker's adapter"):
+        read_lora_gguf(folder / lora.ADAPTER_FILE, "reranker")
     bad = tmp_path / "nan"
     bad.mkdir()
     nan = np.full((4, 640), np.nan)
@@ -245,3 +249,22 @@ def test_an_exported_adapter_reads_back_for_a_new_run(tmp_path: Path) -> None:
                     metadata={lora.KV_BASE_SHA256: GEMMA_SHA})  # fmt: skip
     with pytest.raises(InputError, match="holds no LoRA tensor"):
         read_lora_gguf(bad / "none.gguf")
+    upper = {"blk.0.attn_q.weight": (np.zeros((4, 640)), np.zeros((1024, 4)))}
+    write_lora_gguf(upper, 8, bad / "upper.gguf", arch="gemma3",
+                    metadata={lora.KV_BASE_SHA256: GEMMA_SHA})  # fmt: skip
+    import gguf  # llama.cpp reads .lora_a/.lora_b only: a .lora_A file is refused
+
+    reader = gguf.GGUFReader(str(bad / "upper.gguf"))
+    renamed = gguf.GGUFWriter(str(bad / "upper2.gguf"), "gemma3")
+    renamed.add_type(gguf.GGUFType.ADAPTER)
+    renamed.add_string(gguf.Keys.Adapter.TYPE, "lora")
+    renamed.add_float32(gguf.Keys.Adapter.LORA_ALPHA, 8.0)
+    renamed.add_string(lora.KV_BASE_SHA256, GEMMA_SHA)
+    for t in reader.tensors:
+        renamed.add_tensor(t.name.replace(".lora_a", ".lora_A"), np.array(t.data))
+    renamed.write_header_to_file()
+    renamed.write_kv_data_to_file()
+    renamed.write_tensors_to_file()
+    renamed.close()
+    with pytest.raises(InputError, match=r"lora_A is not a LoRA tensor"):
+        read_lora_gguf(bad / "upper2.gguf")

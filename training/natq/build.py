@@ -70,8 +70,8 @@ def _evidence(row: dict[str, Any], where: str, texts: dict[str, str], kb: Path) 
         sys.exit(f"{where}: a question needs evidence_span and answerable (true or false)")
     if not isinstance(answers, list) or not all(isinstance(a, str) and a for a in answers):
         sys.exit(f"{where}: answers must be a list of non-empty strings")
-    if doc_id not in texts:
-        sys.exit(f"{where}: passage {doc_id} is not in {kb}")
+    if not isinstance(doc_id, str) or doc_id not in texts:
+        sys.exit(f"{where}: passage {doc_id!r} is not in {kb}")
     if not row["answerable"]:
         if answers or span is not None:
             sys.exit(f"{where}: an unanswerable question has answers [] and evidence_span null")
@@ -112,8 +112,9 @@ def build(kb: Path, questions: Path, out: Path, first: Sequence[str] = ()) -> in
     try:
         tmp.write_text("".join(lines), "utf-8")
         tmp.replace(out)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
+    except (OSError, UnicodeEncodeError) as exc:  # a half surrogate pair cannot be UTF-8
+        if tmp.is_file():
+            tmp.unlink()
         sys.exit(f"cannot write {out}: {exc}")
     return len(lines)
 
@@ -138,6 +139,13 @@ def main() -> None:
         except (OSError, UnicodeDecodeError) as exc:
             sys.exit(f"cannot read {args.mix}: {exc}")
         lines = [line for line in text.splitlines(keepends=True) if line.strip()]
+        for number, line in enumerate(lines, 1):
+            try:
+                row = json.loads(line)
+            except ValueError:
+                row = None
+            if not isinstance(row, dict) or not isinstance(row.get("question"), str):
+                sys.exit(f"{args.mix}: question {number} is not a JSON object with a question")
         first = random.Random(args.seed).sample(lines, min(args.mix_sample, len(lines)))
     print(f"{build(args.kb, args.questions, args.out, first)} questions -> {args.out}")
 

@@ -97,6 +97,11 @@ def _config_class(role: str) -> Any:
     return {"verifier": VerifierConfig, "reranker": RerankerConfig}.get(role, ReaderConfig)
 
 
+def _first_paragraph(doc: str | None) -> str:
+    """A docstring's first paragraph on one line, without reST's double backticks."""
+    return " ".join((doc or "").strip().split("\n\n")[0].split()).replace("``", "")
+
+
 def config_help(role: str) -> str:
     """``kbqa finetune ROLE --help``: every flag of the role's config (its dataclass fields, in
     their ``--dash-form``, with type, default and help), read without the finetune extra, so a
@@ -107,7 +112,7 @@ def config_help(role: str) -> str:
     hidden = set(getattr(config, "READER_ONLY", ()))
     parser = argparse.ArgumentParser(
         prog=f"kbqa finetune {role}",
-        description=f"{(config.__doc__ or '').strip().splitlines()[0]} Needs the finetune "
+        description=f"{_first_paragraph(config.__doc__)} Needs the finetune "
         f"extra ({INSTALL_HINT}). Each flag may also be written with underscores.",
         add_help=False,
     )
@@ -134,7 +139,7 @@ def _run(role: str, args: list[str]) -> tuple[dict[str, Any], str]:
     except ImportError as exc:
         _fail(f"fine-tuning needs the finetune extra: {INSTALL_HINT} ({exc})")
     config = _config_class(role)
-    parser = HfArgumentParser(config, prog=f"kbqa finetune {role}")  # type: ignore[arg-type]
+    parser = HfArgumentParser(config, prog=f"kbqa finetune {role}")
     unused = set(getattr(config, "READER_ONLY", ()))
     for action in parser._actions:  # argparse has no public way to hide an inherited option
         if action.dest in unused:

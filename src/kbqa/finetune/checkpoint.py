@@ -267,13 +267,18 @@ def recover_copy(copy_to: Path) -> None:
 
 
 def check_adapter_folder(
-    folder: Path, r: int | None = None, alpha: int | None = None, *, exported: bool = False
+    folder: Path,
+    r: int | None = None,
+    alpha: int | None = None,
+    *,
+    exported: bool = False,
+    role: str = "reader",
 ) -> None:
     """Check that ``folder`` holds a peft LoRA adapter (``adapter_config.json`` and
     :data:`ADAPTER_FILE`) as a checkpoint does, of LoRA rank ``r`` and ``alpha`` when given.
     With ``exported``, an exported adapter GGUF (a ``.gguf`` file, or a folder holding
     ``adapter.gguf`` as the shipped reader's does) is accepted too, so a run can start from it
-    (``--init-adapter``).
+    (``--init-adapter``) when its manifest's role fits ``role``, the run's.
 
     Raises:
         InputError: It is not a folder, lacks one of the two files, its config is not a JSON
@@ -284,7 +289,7 @@ def check_adapter_folder(
 
     gguf_file = exported_adapter_file(folder) if exported else None
     if gguf_file is not None:
-        _, its_alpha, pairs = read_lora_gguf(gguf_file)
+        _, its_alpha, pairs = read_lora_gguf(gguf_file, role)
         its_r = min((int(a.shape[0]) for a, _ in pairs.values()), default=0)
         for key, its, mine in (("r", its_r, r), ("lora_alpha", its_alpha, alpha)):
             if mine is not None and its != mine:
@@ -329,7 +334,7 @@ def _adapter_config(folder: Path) -> dict[str, Any]:
     return config
 
 
-def load_adapter_weights(model: Any, checkpoint: Path) -> None:
+def load_adapter_weights(model: Any, checkpoint: Path, *, role: str = "reader") -> None:
     """Load a checkpoint's LoRA weights into ``model`` (a peft model of the same LoRA shape).
 
     Raises:
@@ -339,7 +344,7 @@ def load_adapter_weights(model: Any, checkpoint: Path) -> None:
     from peft import set_peft_model_state_dict
 
     ours = model.peft_config["default"]
-    weights = _exported_weights(model, checkpoint)
+    weights = _exported_weights(model, checkpoint, role)
     if weights is None:
         from safetensors import SafetensorError
         from safetensors.torch import load_file
@@ -372,7 +377,7 @@ def load_adapter_weights(model: Any, checkpoint: Path) -> None:
         )
 
 
-def _exported_weights(model: Any, path: Path) -> dict[str, Any] | None:
+def _exported_weights(model: Any, path: Path, role: str) -> dict[str, Any] | None:
     """The LoRA weights of the exported adapter GGUF ``path`` names, keyed as ``model``'s own
     (float32; the export stored float16), or None when ``path`` is a peft checkpoint.
 
@@ -389,8 +394,8 @@ def _exported_weights(model: Any, path: Path) -> dict[str, Any] | None:
     from peft import get_peft_model_state_dict
 
     ours = model.peft_config["default"]
-    check_adapter_folder(path, ours.r, ours.lora_alpha, exported=True)
-    arch, _, pairs = read_lora_gguf(gguf_file)
+    check_adapter_folder(path, ours.r, ours.lora_alpha, exported=True, role=role)
+    arch, _, pairs = read_lora_gguf(gguf_file, role)
     keys = list(get_peft_model_state_dict(model))
     state = peft_state_from_pairs(pairs, keys, arch, int(model.config.num_hidden_layers))
     return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}

@@ -12,7 +12,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from kbqa.embedders import DEFAULT_EMBEDDER
 from kbqa.finetune.traps import DEFAULT_TRAP_RULES, TRAP_RULES
@@ -65,6 +65,10 @@ class ReaderConfig:
     Raises:
         ValueError: From :meth:`validate`, naming the bad field and value.
     """
+
+    ROLE: ClassVar[str] = "reader"
+    """The adapter role this run trains (a manifest's ``role``): an exported adapter it starts
+    from must be one (:func:`kbqa.finetune.export.read_lora_gguf`)."""
 
     train: str = field(
         metadata={

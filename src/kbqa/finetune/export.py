@@ -101,8 +101,9 @@ def read_lora_gguf(
 
     Args:
         path: The adapter GGUF.
-        role: What it is read for; an adapter whose manifest names another ``role`` (the
-            shipped reranker) is refused.
+        role: The run's role; an adapter whose manifest names another ``role`` (the shipped
+            reranker for a reader) is refused, save a reader's for a verifier (the default
+            verifier is the shipped reader, :func:`kbqa.llm.models.check_role`).
 
     Returns:
         ``(architecture, alpha, pairs)``: pairs as :func:`lora_tensor_pairs` gives them, float32
@@ -125,7 +126,7 @@ def read_lora_gguf(
     except ModelError as exc:
         raise InputError(str(exc)) from None
     its_role = adapter.manifest.get("role", "reader")
-    if its_role != role:
+    if its_role != role and not (its_role == "reader" and role == "verifier"):
         raise InputError(
             f'{path} is a {its_role}\'s adapter (its {MANIFEST_FILE} has "role": '
             f"\"{its_role}\"): a {role}'s run starts from a {role}'s adapter"
@@ -142,7 +143,7 @@ def read_lora_gguf(
     parts: dict[str, dict[str, np.ndarray]] = {}
     for tensor in reader.tensors:
         name, lora, side = tensor.name.rpartition(".lora_")
-        if not lora or side.lower() not in ("a", "b"):
+        if not lora or side not in ("a", "b"):  # llama.cpp reads these two names only
             raise InputError(f"{path}: {tensor.name} is not a LoRA tensor (NAME.lora_a/b)")
         shape = [int(n) for n in reversed(tensor.shape.tolist())]  # GGUF lists dims innermost first
         data = np.asarray(tensor.data)
@@ -151,7 +152,7 @@ def read_lora_gguf(
         values = data.astype(np.float32).reshape(shape)
         if not np.isfinite(values).all():
             raise InputError(f"{path}: {tensor.name} holds NaN or infinite weights")
-        parts.setdefault(name, {})[side.lower()] = values
+        parts.setdefault(name, {})[side] = values
     if not parts:
         raise InputError(f"{path} holds no LoRA tensor")
     pairs = {}

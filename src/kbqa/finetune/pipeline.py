@@ -93,7 +93,9 @@ def check_inputs(cfg: ReaderConfig) -> None:
                 "--init-adapter starts a new run from an adapter; --resume and --resume-from "
                 "continue an old one: give one of them"
             )
-        check_adapter_folder(Path(cfg.init_adapter), cfg.lora_r, cfg.lora_alpha, exported=True)
+        check_adapter_folder(
+            Path(cfg.init_adapter), cfg.lora_r, cfg.lora_alpha, exported=True, role=cfg.ROLE
+        )
     checkpoints = last_checkpoint(out)
     if cfg.resume and not cfg.resume_from and checkpoints is not None:
         read_cursor(checkpoints)  # a checkpoint of an older kbqa has no cursor

@@ -51,6 +51,8 @@ class RerankerConfig(ReaderConfig):
         ValueError: From :meth:`validate`, naming the bad field and value.
     """
 
+    ROLE: ClassVar[str] = "reranker"
+
     out: str = field(default="runs/finetune-reranker", metadata={"help": "Output directory."})
     negatives: int = field(
         default=3, metadata={"help": "Hard negatives per question (chunks without the answer)."}

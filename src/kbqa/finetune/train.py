@@ -116,7 +116,7 @@ def start_cursor(
         log.warning("resuming %s at step %d (epoch %.2f)", resume_from, cursor.step, cursor.epoch)
         return cursor
     if cfg.init_adapter:
-        load_adapter_weights(model, Path(cfg.init_adapter))
+        load_adapter_weights(model, Path(cfg.init_adapter), role=cfg.ROLE)
         log.warning("starting from the weights of %s (a new run: step 0)", cfg.init_adapter)
     epochs = cfg.epochs  # --max-steps beyond the epochs reads on into further epochs
     if cfg.max_steps > 0:

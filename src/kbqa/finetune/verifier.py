@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kbqa.answers.abstention import judge
 from kbqa.answers.extract import typed_hint
@@ -61,6 +61,8 @@ class VerifierConfig(ReaderConfig):
     Raises:
         ValueError: From :meth:`validate`, naming the bad field and value.
     """
+
+    ROLE: ClassVar[str] = "verifier"
 
     out: str = field(default="runs/finetune-verifier", metadata={"help": "Output directory."})
     reader_model: str = field(

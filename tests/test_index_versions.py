@@ -182,10 +182,14 @@ def test_one_build_of_an_index_is_refused_as_an_out(tmp_path: Path) -> None:
     pinned = tmp_path / "pinned"
     pinned.symlink_to(version)
     for given in (pinned, version):
-        with pytest.raises(InputError, match=rf"one build of the index {out}.*build --out {out}"):
+        with pytest.raises(InputError, match=rf"one build of the index {out}.*give {out} itself"):
             build_index(docs("b"), given, NoEmbedder(), progress=False)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == [version.name]
     assert all(WORDS["a"] in c.text for c in load_index(pinned).chunks)  # still readable
+    for kind in ("b", "a"):  # two rebuilds of idx delete the build the link points at
+        build_index(docs(kind), out, NoEmbedder(), progress=False)
+    with pytest.raises(InputError, match=rf"give {out} itself, or a link to it"):
+        load_index(pinned)  # says why, not only "not found"
     # a folder merely named like a version, beside no index of that name, is the user's own
     lookalike = tmp_path / ".other.v-1-2"
     build_index(docs("b"), lookalike, NoEmbedder(), progress=False)

@@ -100,7 +100,7 @@ def publish_path(path: str | Path) -> Path:
     if owner is not None:
         raise InputError(
             f"{path} is {out.name}, one build of the index {owner}, which a later rebuild "
-            f"deletes: build --out {owner} (and link to {owner}, not to one of its builds)"
+            f"deletes: give {owner} itself, or a link to it (not to one of its builds)"
         )
     return out
 

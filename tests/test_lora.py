@@ -216,7 +216,7 @@ def test_an_exported_adapter_reads_back_for_a_new_run(tmp_path: Path) -> None:
     """``--init-adapter ADAPTER.gguf`` (:func:`kbqa.finetune.export.read_lora_gguf`): the pairs
     as written, widened to float32; helpers' findings refused with a line that names them."""
     from kbqa.errors import InputError
-    from kbqa.finetune.export import exported_adapter_file, read_lora_gguf
+    from kbqa.finetune.import_adapter import exported_adapter_file, read_lora_gguf
 
     folder = _adapter(tmp_path)
     assert exported_adapter_file(folder) == folder / lora.ADAPTER_FILE

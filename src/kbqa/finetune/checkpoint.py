@@ -285,7 +285,7 @@ def check_adapter_folder(
             object or names another rank or alpha, or its weights file is not safetensors; an
             exported adapter that is not a readable LoRA GGUF, or of another rank or alpha.
     """
-    from kbqa.finetune.export import exported_adapter_file, read_lora_gguf
+    from kbqa.finetune.import_adapter import exported_adapter_file, read_lora_gguf
 
     gguf_file = exported_adapter_file(folder) if exported else None
     if gguf_file is not None:
@@ -384,7 +384,11 @@ def _exported_weights(model: Any, path: Path, role: str) -> dict[str, Any] | Non
     Raises:
         InputError: Another rank or alpha than ``model``'s, or tensors that do not fit it.
     """
-    from kbqa.finetune.export import exported_adapter_file, peft_state_from_pairs, read_lora_gguf
+    from kbqa.finetune.import_adapter import (
+        exported_adapter_file,
+        peft_state_from_pairs,
+        read_lora_gguf,
+    )
 
     gguf_file = exported_adapter_file(path)
     if gguf_file is None:

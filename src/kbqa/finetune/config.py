@@ -68,7 +68,7 @@ class ReaderConfig:
 
     ROLE: ClassVar[str] = "reader"
     """The adapter role this run trains (a manifest's ``role``): an exported adapter it starts
-    from must be one (:func:`kbqa.finetune.export.read_lora_gguf`)."""
+    from must be one (:func:`kbqa.finetune.import_adapter.read_lora_gguf`)."""
 
     train: str = field(
         metadata={

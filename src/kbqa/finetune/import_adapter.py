@@ -1,0 +1,140 @@
+"""An exported adapter read back for training: the inverse of :mod:`kbqa.finetune.export`, so
+``kbqa finetune ... --init-adapter`` can start from an ``adapter.gguf`` (the shipped reader
+keeps no peft checkpoint). The GGUF's ``<name>.lora_a`` / ``.lora_b`` pairs are mapped back
+onto a peft model's own state-dict keys with gguf-py's tensor map, as the export mapped them
+out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from kbqa.errors import InputError
+from kbqa.finetune.export import _PEFT_NAME, _gguf_arch
+from kbqa.llm.lora import ADAPTER_FILE, MANIFEST_FILE
+
+
+def exported_adapter_file(path: Path) -> Path | None:
+    """The adapter GGUF that ``path`` names when it is an exported adapter (a path ending in
+    ``.gguf``, there or not, or a folder holding :data:`~kbqa.llm.lora.ADAPTER_FILE` and no peft
+    checkpoint's weights, as the shipped ``gemma3-270m-reader`` does), else None."""
+    if path.suffix.lower() == ".gguf" and not path.is_dir():
+        return path
+    checkpoint = (path / "adapter_model.safetensors").is_file()
+    return path / ADAPTER_FILE if (path / ADAPTER_FILE).is_file() and not checkpoint else None
+
+
+def read_lora_gguf(
+    path: Path, role: str = "reader"
+) -> tuple[str, float, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Read a LoRA adapter GGUF back (the inverse of :func:`~kbqa.finetune.export.write_lora_gguf`).
+
+    Args:
+        path: The adapter GGUF.
+        role: The run's role; an adapter whose manifest names another ``role`` (the shipped
+            reranker for a reader) is refused, save a reader's for a verifier (the default
+            verifier is the shipped reader, :func:`kbqa.llm.models.check_role`).
+
+    Returns:
+        ``(architecture, alpha, pairs)``: pairs as
+        :func:`~kbqa.finetune.export.lora_tensor_pairs` gives them, float32 arrays of shapes
+        ``(r, in)`` and ``(out, r)`` (float16 and bfloat16 widened).
+
+    Raises:
+        InputError: Missing, or not a readable LoRA adapter GGUF (:func:`kbqa.llm.lora.
+            load_adapter`'s checks), of another role, an architecture gguf-py does not know,
+            tensors that are not LoRA pairs, none at all, or weights that are not finite.
+    """
+    import gguf
+
+    from kbqa.errors import ModelError
+    from kbqa.llm.lora import load_adapter
+
+    if not path.is_file():
+        raise InputError(f"LoRA adapter not found: {path}")
+    try:
+        adapter = load_adapter(str(path))  # the layout, the adapter type, the manifest's sha256
+    except ModelError as exc:
+        raise InputError(str(exc)) from None
+    its_role = adapter.manifest.get("role", "reader")
+    if its_role != role and not (its_role == "reader" and role == "verifier"):
+        raise InputError(
+            f'{path} is a {its_role}\'s adapter (its {MANIFEST_FILE} has "role": '
+            f"\"{its_role}\"): a {role}'s run starts from a {role}'s adapter"
+        )
+    reader = gguf.GGUFReader(str(path))
+    try:
+        arch = str(reader.fields["general.architecture"].contents())
+        alpha = float(reader.fields[gguf.Keys.Adapter.LORA_ALPHA].contents())
+        _gguf_arch(arch)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(
+            f"{path} does not name a known architecture and LoRA alpha: {exc}"
+        ) from None
+    parts: dict[str, dict[str, np.ndarray]] = {}
+    for tensor in reader.tensors:
+        name, lora, side = tensor.name.rpartition(".lora_")
+        if not lora or side not in ("a", "b"):  # llama.cpp reads these two names only
+            raise InputError(f"{path}: {tensor.name} is not a LoRA tensor (NAME.lora_a/b)")
+        shape = [int(n) for n in reversed(tensor.shape.tolist())]  # GGUF lists dims innermost first
+        data = np.asarray(tensor.data)
+        if tensor.tensor_type == gguf.GGMLQuantizationType.BF16:  # raw bytes: widen to float32
+            data = (data.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+        values = data.astype(np.float32).reshape(shape)
+        if not np.isfinite(values).all():
+            raise InputError(f"{path}: {tensor.name} holds NaN or infinite weights")
+        parts.setdefault(name, {})[side] = values
+    if not parts:
+        raise InputError(f"{path} holds no LoRA tensor")
+    pairs = {}
+    for name, sides in parts.items():
+        if set(sides) != {"a", "b"}:
+            raise InputError(f"{path}: {name} has lora_{''.join(sides)} only")
+        pairs[name] = (sides["a"], sides["b"])
+    return arch, alpha, pairs
+
+
+def peft_state_from_pairs(
+    pairs: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    keys: Iterable[str],
+    arch: str,
+    n_layers: int,
+) -> dict[str, np.ndarray]:
+    """Map GGUF LoRA pairs onto a peft model's own state-dict keys (the inverse of
+    :func:`~kbqa.finetune.export.lora_tensor_pairs`).
+
+    Args:
+        pairs: From :func:`read_lora_gguf`.
+        keys: The peft model's LoRA keys (``get_peft_model_state_dict``'s).
+        arch: GGUF architecture name.
+        n_layers: Transformer blocks of the base.
+
+    Returns:
+        ``{key: array}`` for every key.
+
+    Raises:
+        InputError: The adapter lacks a tensor of ``keys``, or holds one they lack (another
+            base model or other target modules).
+    """
+    import gguf
+
+    names = gguf.get_tensor_name_map(_gguf_arch(arch), n_layers)
+    state: dict[str, np.ndarray] = {}
+    used: set[str] = set()
+    for key in keys:
+        m = _PEFT_NAME.match(key)
+        gguf_name = names.get_name(m["base"]) if m else None
+        if m is None or gguf_name is None or gguf_name + ".weight" not in pairs:
+            raise InputError(
+                f"the adapter has no tensor for {key}: it adapts other modules (lora target "
+                "modules) or another base model"
+            )
+        used.add(gguf_name + ".weight")
+        state[key] = pairs[gguf_name + ".weight"][0 if m["ab"] == "A" else 1]
+    extra = sorted(set(pairs) - used)
+    if extra:
+        raise InputError(f"the adapter holds tensors this model lacks: {extra[:3]}")
+    return state

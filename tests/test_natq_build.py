@@ -93,6 +93,21 @@ def test_build_refuses_bad_input_in_one_line_and_keeps_its_inputs(tmp_path: Path
     with pytest.raises(SystemExit, match=r"broken\.jsonl:1: not JSON"):
         natq_build.build(tmp_path / "broken.jsonl", questions, tmp_path / "out.jsonl")
     assert not (tmp_path / "out.jsonl").exists()  # nothing half-written
+    # a second break-it trial: a link as the output was replaced by a file, a user's OUT.tmp
+    # was deleted, and JSON nested too deep was a traceback
+    _write(kb, [{"doc_id": "d1", "text": text}])
+    (tmp_path / "elsewhere.jsonl").write_text("keep", "utf-8")
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    with pytest.raises(SystemExit, match="it is a link or not a file"):
+        natq_build.build(kb, questions, tmp_path / "link.jsonl")
+    (tmp_path / "new.jsonl.tmp").write_text("mine", "utf-8")
+    _write(questions, [good])
+    assert natq_build.build(kb, questions, tmp_path / "new.jsonl") == 1
+    assert (tmp_path / "new.jsonl.tmp").read_text("utf-8") == "mine"
+    (tmp_path / "deep.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n", "utf-8")
+    with pytest.raises(SystemExit, match="not JSON"):
+        natq_build.build(tmp_path / "deep.jsonl", questions, tmp_path / "out.jsonl")
+    assert not list(tmp_path.glob(".*.tmp"))
 
 
 def test_every_answer_is_in_its_evidence_in_haque_2020(tmp_path: Path) -> None:

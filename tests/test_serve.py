@@ -181,6 +181,12 @@ def test_requests_from_other_sites_are_refused(client: TestClient) -> None:
         ("http://user@127.0.0.1:8791", "127.0.0.1:8791", False),
         ("http://127.0.0.1:99999", "127.0.0.1:99999", False),  # no such port
         ("null", "127.0.0.1:8791", False),  # a sandboxed frame or a file: page
+        ("http://localhost:8791", "evil.example:8791", False),  # a break-it trial's holes:
+        ("http://localhost:8791?x=1", "localhost:8791", False),
+        ("http://localhost:8791\n", "localhost:8791", False),
+        ("http://localhost:08791", "localhost:8791", False),
+        ("http://:pw@localhost:8791", "localhost:8791", False),
+        ("http://localhost", "localhost:80", True),  # port 80 written or not
     ],
 )
 def test_own_origin(origin: str, host: str, own: bool) -> None:

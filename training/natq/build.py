@@ -22,6 +22,7 @@ import argparse
 import json
 import random
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,8 +45,8 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             continue
         try:
             row = json.loads(line)
-        except ValueError as exc:
-            sys.exit(f"{path}:{number}: not JSON ({exc})")
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
+            sys.exit(f"{path}:{number}: not JSON ({type(exc).__name__})")
         if not isinstance(row, dict):
             sys.exit(f"{path}:{number}: not a JSON object")
         yield number, row
@@ -96,11 +97,13 @@ def build(kb: Path, questions: Path, out: Path, first: Sequence[str] = ()) -> in
     Raises:
         SystemExit: As the module says, before ``out`` is touched.
     """
-    target = out.resolve()
-    if target in (kb.resolve(), questions.resolve()):
-        sys.exit(f"{out} is an input: write the question file elsewhere")
-    if not out.parent.is_dir() or out.is_dir():
-        sys.exit(f"cannot write {out}: its folder is missing or it is a folder")
+    try:
+        if out.resolve() in (kb.resolve(), questions.resolve()):
+            sys.exit(f"{out} is an input: write the question file elsewhere")
+        if not out.parent.is_dir() or out.is_symlink() or (out.exists() and not out.is_file()):
+            sys.exit(f"cannot write {out}: its folder is missing, or it is a link or not a file")
+    except OSError as exc:  # a name too long, a loop of links
+        sys.exit(f"cannot write {out}: {exc}")
     texts = _passages(kb)
     rows = []
     for number, row in _rows(questions):
@@ -108,13 +111,18 @@ def build(kb: Path, questions: Path, out: Path, first: Sequence[str] = ()) -> in
         rows.append({k: v for k, v in row.items() if k != "evidence_span"} | {"evidence": evidence})
     lines = [line if line.endswith("\n") else line + "\n" for line in first if line.strip()]
     lines += [json.dumps(r, ensure_ascii=False) + "\n" for r in rows]
-    tmp = out.with_name(out.name + ".tmp")
+    tmp: Path | None = None
     try:
-        tmp.write_text("".join(lines), "utf-8")
+        prefix = f".{out.name[:64]}."
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", dir=out.parent, prefix=prefix, suffix=".tmp", delete=False
+        ) as fh:
+            tmp = Path(fh.name)
+            fh.write("".join(lines))
         tmp.replace(out)
     except (OSError, UnicodeEncodeError) as exc:  # a half surrogate pair cannot be UTF-8
-        if tmp.is_file():
-            tmp.unlink()
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         sys.exit(f"cannot write {out}: {exc}")
     return len(lines)
 
@@ -142,7 +150,7 @@ def main() -> None:
         for number, line in enumerate(lines, 1):
             try:
                 row = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 row = None
             if not isinstance(row, dict) or not isinstance(row.get("question"), str):
                 sys.exit(f"{args.mix}: question {number} is not a JSON object with a question")

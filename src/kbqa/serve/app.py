@@ -221,21 +221,23 @@ def refusal(request: Any) -> tuple[str, int] | None:
 
 def own_origin(origin: str, host: str) -> bool:
     """Is ``origin`` (an ``Origin`` header) the server's own page, reached at ``host`` (the
-    ``Host`` header, ``name[:port]``)? ``http``, a loopback name of :data:`ALLOWED_HOSTS` and the
-    same port; anything unparsable is not."""
+    ``Host`` header, ``name[:port]``)? Both name a loopback name of :data:`ALLOWED_HOSTS` on the
+    same port (80 when none is written), and the origin is serialised as browsers send it
+    (``http://name[:port]``, nothing else: no user, path, query or fragment); anything
+    unparsable is not."""
     from urllib.parse import urlsplit
 
     try:
         sent, came = urlsplit(origin), urlsplit(f"http://{host}")
-        same_port = sent.port == came.port
+        ports = (sent.port or 80, came.port or 80)
     except ValueError:  # a port out of range or not a number
         return False
+    canonical = f"http://{sent.hostname}" + (f":{sent.port}" if sent.port is not None else "")
     return (
-        sent.scheme == "http"
+        origin == canonical
         and sent.hostname in ALLOWED_HOSTS
-        and not sent.path
-        and not sent.username
-        and same_port
+        and came.hostname in ALLOWED_HOSTS
+        and ports[0] == ports[1]
     )
 
 

@@ -196,6 +196,35 @@ def test_one_build_of_an_index_is_refused_as_an_out(tmp_path: Path) -> None:
     assert all(WORDS["b"] in c.text for c in load_index(lookalike).chunks)
 
 
+def test_a_path_inside_one_build_of_an_index_is_refused_as_an_out(tmp_path: Path) -> None:
+    """Left from a break-it trial: ``--out idx/sub`` (``idx`` an index) built an index inside
+    ``idx``'s current build, which a later rebuild of ``idx`` would delete; and ``link/..``
+    reached a build by the kernel's ``..`` (from where ``link`` points) while the lexical path
+    named none. Both are refused before anything is written."""
+    from kbqa.errors import InputError
+
+    out = tmp_path / "idx"
+    build_index(docs("a"), out, NoEmbedder(), progress=False)
+    version = out.resolve()
+    with pytest.raises(InputError, match=rf"lies inside {version.name}.*outside {out}"):
+        build_index(docs("b"), out / "sub", NoEmbedder(), progress=False)
+    (version / "x").mkdir()  # a folder of the build, reached through a link, then ..
+    (tmp_path / "far").mkdir()
+    (tmp_path / "far" / "in").symlink_to(version / "x")
+    sneaky = f"{tmp_path}/far/in/../sub"
+    assert os.path.abspath(sneaky) == str(tmp_path / "far" / "sub")  # lexically elsewhere
+    with pytest.raises(InputError, match=rf"lies inside {version.name}"):
+        build_index(docs("b"), sneaky, NoEmbedder(), progress=False)
+    (version / "x").rmdir()
+    assert (
+        sorted(p.name for p in version.iterdir()) == sorted(p.name for p in out.iterdir())
+        and not (tmp_path / "far" / "sub").exists()
+    )
+    assert all(WORDS["a"] in c.text for c in load_index(out).chunks)
+    build_index(docs("b"), out, NoEmbedder(), progress=False)  # the index itself still rebuilds
+    assert all(WORDS["b"] in c.text for c in load_index(out).chunks)
+
+
 def test_a_relative_link_in_a_linked_folder_climbs_from_where_it_really_is(
     tmp_path: Path,
 ) -> None:

@@ -204,12 +204,56 @@ def test_an_adapter_folder_without_a_manifest_says_how_it_is_served(
     copy = tmp_path / "bare"
     copy.mkdir()
     shutil.copy(lora.shipped_adapter("gemma3-270m-reader") / "adapter.gguf", copy)
+    with (copy / "adapter.gguf").open("r+b") as fh:  # no longer the shipped reader's bytes
+        fh.seek(-1, 2)
+        last = fh.read(1)[0]
+        fh.seek(-1, 2)
+        fh.write(bytes([last ^ 1]))
     with caplog.at_level("WARNING", logger="kbqa"):
-        lora.load_adapter(str(copy))
+        found = lora.load_adapter(str(copy))
         lora.load_adapter(str(copy / "adapter.gguf"))  # the same adapter, named another way
     lora.read_adapter_file.cache_clear()
+    assert found.manifest == {} and found.copy_of == ""
     said = [r for r in caplog.records if "has no manifest.json" in r.getMessage()]
     assert len(said) == 1 and "threshold 0" in said[0].getMessage(), said  # once, not per load
+
+
+@pytest.mark.parametrize("shipped", ["gemma3-270m-reader", "gemma3-270m-reranker"])
+def test_a_shipped_adapter_copied_without_its_manifest_is_still_that_adapter(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, shipped: str
+) -> None:
+    """A break-it finding: the reranker's ``adapter.gguf`` copied alone was served as a reader
+    (no manifest, so no role). A byte-for-byte copy of a shipped adapter keeps its manifest's
+    role and serving settings."""
+    import shutil
+
+    from kbqa.errors import InputError, ModelError
+    from kbqa.finetune.import_adapter import read_lora_gguf
+    from kbqa.llm.models import resolve_adapter, serving_threshold
+
+    copy = tmp_path / "alone" / "adapter.gguf"
+    copy.parent.mkdir()
+    shutil.copy(lora.shipped_adapter(shipped) / "adapter.gguf", copy)
+    try:
+        with caplog.at_level("WARNING", logger="kbqa"):
+            found = lora.load_adapter(str(copy))
+        shipped_manifest = json.loads(
+            (lora.shipped_adapter(shipped) / "manifest.json").read_text("utf-8")
+        )
+        assert found.copy_of == shipped and found.manifest == shipped_manifest
+        assert not [r for r in caplog.records if "has no manifest.json" in r.getMessage()]
+        if shipped.endswith("reader"):
+            assert serving_threshold(copy) == serving_threshold(
+                lora.shipped_adapter(shipped) / "adapter.gguf"
+            )
+            return
+        said = r"copy of the shipped gemma3-270m-reranker\) is a reranker's adapter"
+        with pytest.raises(ModelError, match=said + ".*serve it with --reranker"):
+            resolve_adapter("gemma3-270m", str(copy))
+        with pytest.raises(InputError, match=said + ".*starts from a reader's adapter"):
+            read_lora_gguf(copy, "reader")
+    finally:
+        lora.read_adapter_file.cache_clear()
 
 
 def test_an_exported_adapter_reads_back_for_a_new_run(tmp_path: Path) -> None:
@@ -268,3 +312,18 @@ def test_an_exported_adapter_reads_back_for_a_new_run(tmp_path: Path) -> None:
     renamed.close()
     with pytest.raises(InputError, match=r"lora_A is not a LoRA tensor"):
         read_lora_gguf(bad / "upper2.gguf")
+    odd = {  # a break-it finding: caught only when the base model had loaded
+        "rank": {"blk.0.attn_q.weight": (np.zeros((4, 640)), np.zeros((1024, 8)))},
+        "ranks": {"blk.0.attn_q.weight": (np.zeros((4, 640)), np.zeros((1024, 4))),
+                  "blk.0.attn_k.weight": (np.zeros((8, 640)), np.zeros((256, 8)))},
+        "name": {"blk.0.attn_qq.weight": (np.zeros((4, 640)), np.zeros((1024, 4)))},
+    }  # fmt: skip
+    for kind, tensors in odd.items():
+        write_lora_gguf(tensors, 8, bad / f"{kind}.gguf", arch="gemma3",
+                        metadata={lora.KV_BASE_SHA256: GEMMA_SHA})  # fmt: skip
+    with pytest.raises(InputError, match=r"lora_a is \(4, 640\) and lora_b \(1024, 8\)"):
+        read_lora_gguf(bad / "rank.gguf")
+    with pytest.raises(InputError, match=r"mixes LoRA ranks \[4, 8\]"):
+        read_lora_gguf(bad / "ranks.gguf")
+    with pytest.raises(InputError, match=r"blk.0.attn_qq.weight names no tensor of a gemma3"):
+        read_lora_gguf(bad / "name.gguf")

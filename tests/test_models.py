@@ -62,6 +62,9 @@ def test_unknown_names_and_missing_gguf(tmp_path: Path) -> None:
         models.resolve_model("gpt-17")
     with pytest.raises(ModelError, match="GGUF file not found"):
         models.resolve_model(str(tmp_path / "nope.gguf"))
+    (tmp_path / "d.gguf").mkdir()  # left from a break-it trial: reported as not found
+    with pytest.raises(ModelError, match=r"d\.gguf is a folder, not a GGUF file"):
+        models.resolve_model(str(tmp_path / "d.gguf"))
 
 
 def test_a_gguf_named_in_capitals_is_a_file(tmp_path: Path) -> None:

@@ -116,3 +116,19 @@ def test_every_answer_is_in_its_evidence_in_haque_2020(tmp_path: Path) -> None:
     if not kb.is_file():
         pytest.skip(f"Haque 2020 is not at {kb} (set KBQA_DATA_DIR)")
     assert natq_build.build(kb, NATQ / "questions.jsonl", tmp_path / "natq.qa.jsonl") == 528
+
+
+def test_a_bad_mix_line_is_named_by_its_line_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Left from a break-it trial: ``--mix`` errors counted non-blank lines, so after a blank
+    line the number named the wrong line of the file."""
+    text = "পদ্মা একটি নদী।"
+    kb = _write(tmp_path / "kb.jsonl", [{"doc_id": "d1", "text": text}])
+    mix = tmp_path / "mix.jsonl"
+    mix.write_text('{"question": "কে?"}\n\n[1]\n', "utf-8")
+    argv = ["build.py", str(kb), str(tmp_path / "out.jsonl"), "--mix", str(mix)]
+    monkeypatch.setattr("sys.argv", argv)
+    with pytest.raises(SystemExit, match=r"mix\.jsonl: line 3 is not a JSON object"):
+        natq_build.main()
+    assert not (tmp_path / "out.jsonl").exists()

@@ -146,14 +146,17 @@ def main() -> None:
             text = args.mix.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             sys.exit(f"cannot read {args.mix}: {exc}")
-        lines = [line for line in text.splitlines(keepends=True) if line.strip()]
-        for number, line in enumerate(lines, 1):
+        numbered = [(n, line) for n, line in enumerate(text.splitlines(keepends=True), 1)]
+        lines = [line for _, line in numbered if line.strip()]
+        for number, line in numbered:
+            if not line.strip():
+                continue
             try:
                 row = json.loads(line)
             except (ValueError, RecursionError):
                 row = None
             if not isinstance(row, dict) or not isinstance(row.get("question"), str):
-                sys.exit(f"{args.mix}: question {number} is not a JSON object with a question")
+                sys.exit(f"{args.mix}: line {number} is not a JSON object with a question")
         first = random.Random(args.seed).sample(lines, min(args.mix_sample, len(lines)))
     print(f"{build(args.kb, args.questions, args.out, first)} questions -> {args.out}")
 

@@ -7,6 +7,7 @@ out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -62,7 +63,8 @@ def read_lora_gguf(
     its_role = adapter.manifest.get("role", "reader")
     if its_role != role and not (its_role == "reader" and role == "verifier"):
         raise InputError(
-            f'{path} is a {its_role}\'s adapter (its {MANIFEST_FILE} has "role": '
+            f"{adapter.where if adapter.copy_of else path} is a {its_role}'s adapter (its "
+            f'{MANIFEST_FILE} has "role": '
             f"\"{its_role}\"): a {role}'s run starts from a {role}'s adapter"
         )
     reader = gguf.GGUFReader(str(path))
@@ -89,12 +91,34 @@ def read_lora_gguf(
         parts.setdefault(name, {})[side] = values
     if not parts:
         raise InputError(f"{path} holds no LoRA tensor")
+    known = _tensor_name_pattern(arch)
     pairs = {}
     for name, sides in parts.items():
         if set(sides) != {"a", "b"}:
             raise InputError(f"{path}: {name} has lora_{''.join(sides)} only")
-        pairs[name] = (sides["a"], sides["b"])
+        if not known.fullmatch(name):
+            raise InputError(f"{path}: {name} names no tensor of a {arch} model")
+        a, b = sides["a"], sides["b"]
+        if a.ndim != 2 or b.ndim != 2 or a.shape[0] != b.shape[1] or a.shape[0] < 1:
+            raise InputError(
+                f"{path}: {name}'s lora_a is {a.shape} and lora_b {b.shape}, not (r, in) and "
+                "(out, r) with one rank r >= 1"
+            )
+        pairs[name] = (a, b)
+    ranks = sorted({int(a.shape[0]) for a, _ in pairs.values()})
+    if len(ranks) > 1:  # peft's rank_pattern: kbqa's runs train one rank
+        raise InputError(f"{path} mixes LoRA ranks {ranks}: a run starts from one rank only")
     return arch, alpha, pairs
+
+
+def _tensor_name_pattern(arch: str) -> re.Pattern[str]:
+    """The GGUF weight names of ``arch``'s tensors (``blk.N.attn_q.weight``...), from gguf-py's
+    tables."""
+    import gguf
+
+    names = (gguf.TENSOR_NAMES[t] for t in gguf.MODEL_TENSORS[_gguf_arch(arch)])
+    alternatives = (re.escape(n).replace(re.escape("{bid}"), r"\d+") for n in names)
+    return re.compile(rf"(?:{'|'.join(alternatives)})\.weight")
 
 
 def peft_state_from_pairs(

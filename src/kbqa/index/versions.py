@@ -85,7 +85,8 @@ def publish_path(path: str | Path) -> Path:
     (helpers' findings).
 
     Raises:
-        InputError: ``path`` is a loop of symbolic links, or one build of an index.
+        InputError: ``path`` is a loop of symbolic links, or one build of an index or a path
+            inside one (``DIR/sub`` for an index ``DIR``: a rebuild of ``DIR`` would delete it).
     """
     out = absolute_path(path)
     seen: set[Path] = set()
@@ -96,13 +97,34 @@ def publish_path(path: str | Path) -> Path:
         # relative to the folder the link is in, itself resolved: `..` in the target climbs
         # from where the link really is (an absolute target stays as it is)
         out = absolute_path(Path(os.path.realpath(out.parent)) / os.readlink(out))
-    owner = version_owner(out)
-    if owner is not None:
+    found = _in_a_build(out, Path(os.path.join(os.getcwd(), Path(path).expanduser())))
+    if found is not None and found[2]:
         raise InputError(
-            f"{path} is {out.name}, one build of the index {owner}, which a later rebuild "
-            f"deletes: give {owner} itself, or a link to it (not to one of its builds)"
+            f"{path} is {out.name}, one build of the index {found[1]}, which a later rebuild "
+            f"deletes: give {found[1]} itself, or a link to it (not to one of its builds)"
+        )
+    if found is not None:
+        raise InputError(
+            f"{path} lies inside {found[0].name}, one build of the index {found[1]}, which a "
+            f"later rebuild deletes: give a path outside {found[1]}"
         )
     return out
+
+
+def _in_a_build(out: Path, given: Path) -> tuple[Path, Path, bool] | None:
+    """``(version, index, is out)`` when ``out`` is, or lies inside, a version directory of an index
+    kbqa manages, else None. The folders above ``out`` are resolved as the kernel does (a
+    ``link/../x`` the user gave climbs from where ``link`` points, ``given`` unnormalised);
+    ``out`` itself is kept, as it may be an index's own link."""
+    candidates = [out, Path(os.path.realpath(out.parent)) / out.name]
+    if given.name not in ("", ".", ".."):
+        candidates.append(Path(os.path.realpath(given.parent)) / given.name)
+    for real in candidates:
+        for folder in (real, *real.parents):
+            owner = version_owner(folder)
+            if owner is not None:
+                return folder, owner, folder == real
+    return None
 
 
 def version_owner(version: Path) -> Path | None:

@@ -48,13 +48,23 @@ class Adapter:
         path: The adapter GGUF.
         base_sha256: sha256 of the base GGUF it was trained on.
         prompt_style: The prompt style it was trained with.
-        manifest: ``manifest.json`` beside it ({} when there is none).
+        manifest: ``manifest.json`` beside it ({} when there is none), or the shipped
+            adapter's when the file is a copy of one without it.
+        copy_of: The shipped adapter this file is a byte-for-byte copy of, when no manifest is
+            beside it ("" otherwise).
     """
 
     path: Path
     base_sha256: str
     prompt_style: str
     manifest: dict[str, Any]
+    copy_of: str = ""
+
+    @property
+    def where(self) -> str:
+        """The adapter's folder, saying which shipped adapter it copies when it does."""
+        copy = f" (a copy of the shipped {self.copy_of})" if self.copy_of else ""
+        return f"{self.path.parent}{copy}"
 
 
 def shipped_adapter(name: str) -> Path:
@@ -142,6 +152,7 @@ def read_adapter_file(path: Path) -> Adapter:
         )
     manifest_path = path.parent / MANIFEST_FILE
     manifest: dict[str, Any] = {}
+    copy_of = ""
     if manifest_path.is_file():
         try:
             manifest = json.loads(manifest_path.read_text("utf-8"))
@@ -158,17 +169,37 @@ def read_adapter_file(path: Path) -> Adapter:
             )
     elif manifest_path.exists():
         raise ModelError(f"{manifest_path} is not a readable file")
-    elif path.name == ADAPTER_FILE:
-        log.warning(
-            "%s has no %s: its serving settings (the abstention threshold) are unknown, so it "
-            "is served with threshold 0 (greedy) unless --abstention-threshold is given",
-            path.parent,
-            MANIFEST_FILE,
-        )
+    else:
+        copy_of, manifest = shipped_copy(path)
+        if not copy_of and path.name == ADAPTER_FILE:
+            log.warning(
+                "%s has no %s: its serving settings (the abstention threshold) are unknown, so "
+                "it is served with threshold 0 (greedy) unless --abstention-threshold is given",
+                path.parent,
+                MANIFEST_FILE,
+            )
     style = text(KV_PROMPT_STYLE) or "tuned"
     rank = min((int(min(t.shape)) for t in reader.tensors if t.name.endswith(".lora_a")), default=0)
     check_manifest(manifest, manifest_path, base_sha256=base, prompt_style=style, rank=rank)
-    return Adapter(path, base, style, manifest)
+    return Adapter(path, base, style, manifest, copy_of)
+
+
+def shipped_copy(path: Path) -> tuple[str, dict[str, Any]]:
+    """``(name, manifest)`` of the shipped adapter whose GGUF ``path`` is a copy of (by size,
+    then sha256), so a copy made without its manifest keeps its role and serving settings (a
+    reranker's adapter copied alone is not taken for a reader's); ``("", {})`` otherwise."""
+    size, sha = path.stat().st_size, ""
+    for manifest_file in sorted(ADAPTERS_DIR.glob(f"*/{MANIFEST_FILE}")):
+        try:
+            shipped = json.loads(manifest_file.read_text("utf-8"))
+        except (ValueError, OSError):
+            continue
+        if not isinstance(shipped, dict) or shipped.get("adapter_bytes") != size:
+            continue
+        sha = sha or file_sha256(path)
+        if shipped.get("adapter_sha256") == sha:
+            return manifest_file.parent.name, shipped
+    return "", {}
 
 
 def check_manifest(

@@ -195,6 +195,8 @@ def resolve_model(name: str) -> tuple[Path, PromptStyle]:
         return target, spec.prompt_style
     path = Path(name).expanduser()
     if names_gguf_file(name):
+        if path.is_dir():
+            raise ModelError(f"{path} is a folder, not a GGUF file: give the .gguf file in it")
         if not path.is_file():
             raise ModelError(f"GGUF file not found: {path}")
         return path, "chatml"  # refined from the file's metadata when it is loaded
@@ -324,7 +326,8 @@ def resolve_adapter(
         found = load_adapter(str(shipped_adapter(spec.adapter)))
     else:
         return None
-    check_role(found.manifest.get("role", "reader"), role, adapter or str(found.path.parent))
+    where = found.where if found.copy_of else adapter or str(found.path.parent)
+    check_role(found.manifest.get("role", "reader"), role, where)
     base_sha = spec.sha256 if spec else _file_sha256_cached(str(resolve_model(name)[0]))
     check_base(found, name, base_sha)
     named = MODELS.get(str(found.manifest.get("base_model", "")))

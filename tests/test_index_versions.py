@@ -225,6 +225,30 @@ def test_a_path_inside_one_build_of_an_index_is_refused_as_an_out(tmp_path: Path
     assert all(WORDS["b"] in c.text for c in load_index(out).chunks)
 
 
+def test_a_rebuild_deletes_only_what_kbqa_named(tmp_path: Path) -> None:
+    """A break-it finding: a rebuild of ``idx`` deleted a user's ``.idx.v-backup``,
+    ``.idx.old-notes`` and ``.idx.link-note`` (the names were matched by prefix), and a folder
+    ``.idx.link-dir`` stopped it with "Is a directory"."""
+    out = tmp_path / "idx"
+    build_index(docs("a"), out, NoEmbedder(), progress=False)
+    mine = {".idx.v-backup": "dir", ".idx.old-notes": "dir", ".idx.link-note": "file",
+            ".idx.link-dir": "dir", ".idx.v-1-2-extra": "dir"}  # fmt: skip
+    for name, kind in mine.items():
+        if kind == "dir":
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "keep.txt").write_text("mine", "utf-8")
+        else:
+            (tmp_path / name).write_text("mine", "utf-8")
+    for kind in ("b", "a", "b"):
+        build_index(docs(kind), out, NoEmbedder(), progress=False)
+    assert all(WORDS["b"] in c.text for c in load_index(out).chunks)
+    for name, kind in mine.items():
+        kept = tmp_path / name / "keep.txt" if kind == "dir" else tmp_path / name
+        assert kept.read_text("utf-8") == "mine", name
+    versions = [p.name for p in tmp_path.iterdir() if p.name.startswith(".idx.v-")]
+    assert len(versions) == 2 + 2, versions  # the current and the previous build, and mine
+
+
 def test_a_relative_link_in_a_linked_folder_climbs_from_where_it_really_is(
     tmp_path: Path,
 ) -> None:

@@ -219,41 +219,86 @@ def test_an_adapter_folder_without_a_manifest_says_how_it_is_served(
 
 
 @pytest.mark.parametrize("shipped", ["gemma3-270m-reader", "gemma3-270m-reranker"])
-def test_a_shipped_adapter_copied_without_its_manifest_is_still_that_adapter(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, shipped: str
+@pytest.mark.parametrize("changed", [False, True])
+def test_a_shipped_adapters_weights_keep_its_role_without_its_manifest(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, shipped: str, changed: bool
 ) -> None:
-    """A break-it finding: the reranker's ``adapter.gguf`` copied alone was served as a reader
-    (no manifest, so no role). A byte-for-byte copy of a shipped adapter keeps its manifest's
-    role and serving settings."""
+    """Break-it findings: the reranker's ``adapter.gguf`` copied alone was served as a reader
+    (no manifest, so no role), also with a byte appended, or beside a manifest saying
+    "reader"; and ``--reranker`` refused the copy the refusal pointed to. An adapter holding a
+    shipped adapter's weights keeps that adapter's role, and without a manifest its serving
+    settings (:func:`kbqa.llm.lora.shipped_weights`)."""
     import shutil
 
     from kbqa.errors import InputError, ModelError
     from kbqa.finetune.import_adapter import read_lora_gguf
     from kbqa.llm.models import resolve_adapter, serving_threshold
+    from kbqa.llm.rerank import reranker_dir_problem
 
     copy = tmp_path / "alone" / "adapter.gguf"
     copy.parent.mkdir()
     shutil.copy(lora.shipped_adapter(shipped) / "adapter.gguf", copy)
+    if changed:  # other bytes than the weights'
+        with copy.open("ab") as fh:
+            fh.write(b"\0")
     try:
         with caplog.at_level("WARNING", logger="kbqa"):
             found = lora.load_adapter(str(copy))
         shipped_manifest = json.loads(
             (lora.shipped_adapter(shipped) / "manifest.json").read_text("utf-8")
         )
-        assert found.copy_of == shipped and found.manifest == shipped_manifest
+        assert found.copy_of == shipped
+        assert (
+            found.manifest["role" if "reranker" in shipped else "serving"]
+            == (shipped_manifest["role" if "reranker" in shipped else "serving"])
+        )
+        assert "adapter_sha256" not in found.manifest  # it describes the shipped bytes
         assert not [r for r in caplog.records if "has no manifest.json" in r.getMessage()]
         if shipped.endswith("reader"):
-            assert serving_threshold(copy) == serving_threshold(
-                lora.shipped_adapter(shipped) / "adapter.gguf"
+            assert (
+                serving_threshold(copy)
+                == 0.4
+                == serving_threshold(lora.shipped_adapter(shipped) / "adapter.gguf")
             )
+            assert reranker_dir_problem(copy.parent) == "it has no manifest.json"
             return
-        said = r"copy of the shipped gemma3-270m-reranker\) is a reranker's adapter"
-        with pytest.raises(ModelError, match=said + ".*serve it with --reranker"):
-            resolve_adapter("gemma3-270m", str(copy))
+        said = r"\(the shipped gemma3-270m-reranker's weights\) is a reranker's adapter"
+        for role in ("reader", "verifier"):
+            with pytest.raises(ModelError, match=said + ".*serve it with --reranker"):
+                resolve_adapter("gemma3-270m", str(copy), role)
         with pytest.raises(InputError, match=said + ".*starts from a reader's adapter"):
             read_lora_gguf(copy, "reader")
+        assert reranker_dir_problem(copy.parent) is None  # what the refusal says to do works
+        (copy.parent / "manifest.json").write_text('{"role": "reader"}', "utf-8")
+        lora.read_adapter_file.cache_clear()
+        with pytest.raises(ModelError, match=r"holds the weights of the shipped gemma3-270m-re"):
+            resolve_adapter("gemma3-270m", str(copy))
     finally:
         lora.read_adapter_file.cache_clear()
+
+
+def test_only_matrices_of_the_blocks_are_adapted(tmp_path: Path) -> None:
+    """Break-it findings: an adapter of ``token_embd.weight`` crashed llama.cpp (segmentation
+    fault), and one of a 1-D norm weight was a traceback from the error message itself."""
+    import gguf
+
+    base = tmp_path / "base.gguf"
+    writer = gguf.GGUFWriter(str(base), "gemma3")
+    writer.add_block_count(1)
+    writer.add_tensor("token_embd.weight", np.zeros((8, 640), dtype=np.float32))
+    writer.add_tensor("blk.0.attn_norm.weight", np.zeros(640, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    for target, pair in (
+        ("token_embd.weight", (np.zeros((4, 640)), np.zeros((8, 4)))),
+        ("blk.0.attn_norm.weight", (np.zeros((4, 640)), np.zeros((1, 4)))),
+    ):
+        bad = tmp_path / f"{target}.gguf"
+        write_lora_gguf({target: pair}, 8, bad, arch="gemma3", metadata={})
+        with pytest.raises(ModelError, match=rf"adapts {re.escape(target)} .*not a matrix of a"):
+            lora.check_adapter_tensors(bad, base)
 
 
 def test_an_exported_adapter_reads_back_for_a_new_run(tmp_path: Path) -> None:
@@ -327,3 +372,44 @@ def test_an_exported_adapter_reads_back_for_a_new_run(tmp_path: Path) -> None:
         read_lora_gguf(bad / "ranks.gguf")
     with pytest.raises(InputError, match=r"blk.0.attn_qq.weight names no tensor of a gemma3"):
         read_lora_gguf(bad / "name.gguf")
+
+
+def test_an_init_adapter_that_does_not_fit_the_base_is_refused_before_it_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Break-it findings: ``--init-adapter`` with another base's sha256 or architecture, a
+    tensor of the wrong shape, or other modules than the run's was found only once the base had
+    loaded (:func:`kbqa.finetune.import_adapter.check_fits_base`)."""
+    from kbqa.errors import InputError
+    from kbqa.finetune.import_adapter import check_fits_base
+    from kbqa.llm.cache import file_sha256
+
+    monkeypatch.setenv("KBQA_CACHE_DIR", str(tmp_path / "cache"))
+    base = tiny_gemma_base(tmp_path / "base.gguf")
+    sha = file_sha256(base)
+    pair = (np.zeros((4, 640)), np.zeros((1024, 4)))
+
+    def adapter(name: str, pairs: dict, arch: str = "gemma3", base_sha: str = sha) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        write_lora_gguf(pairs, 8, folder / lora.ADAPTER_FILE, arch=arch,
+                        metadata={lora.KV_BASE_SHA256: base_sha})  # fmt: skip
+        return folder
+
+    good = adapter("good", {"blk.0.attn_q.weight": pair})
+    check_fits_base(good, base, sha, ["q_proj"])
+    check_fits_base(tmp_path / "not-exported", base, sha, ["q_proj"])  # a checkpoint: not here
+    for folder, targets, says in (
+        (adapter("sha", {"blk.0.attn_q.weight": pair}, base_sha="e" * 64), ["q_proj"],
+         r"trained on a base with sha256 eeeeeeeeeeee\.\.\., not on base\.gguf"),
+        (adapter("arch", {"blk.0.attn_q.weight": pair}, arch="llama"), ["q_proj"],
+         "is an adapter of a llama model, not of gemma3"),
+        (adapter("shape", {"blk.0.attn_q.weight": (np.zeros((4, 10)), pair[1])}), ["q_proj"],
+         r"is \(640, 1024\) in base\.gguf"),
+        (adapter("layer", {"blk.0.attn_q.weight": pair, "blk.40.attn_q.weight": pair}),
+         ["q_proj"], r"blk\.40\.attn_q\.weight\.lora_a adapts no tensor"),
+        (good, ["q_proj", "k_proj"],
+         r"it lacks 1, first blk\.0\.attn_k\.weight\): the run adapts k_proj, q_proj in each of 1"),
+    ):  # fmt: skip
+        with pytest.raises(InputError, match=says):
+            check_fits_base(folder, base, sha, targets)

@@ -132,3 +132,27 @@ def test_a_bad_mix_line_is_named_by_its_line_in_the_file(
     with pytest.raises(SystemExit, match=r"mix\.jsonl: line 3 is not a JSON object"):
         natq_build.main()
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_json_line_holding_a_line_separator_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A break-it finding: a mix file written by ``json.dumps(ensure_ascii=False)`` with U+2028
+    or ``\\x85`` in a question, or starting with a BOM, was refused (``str.splitlines``)."""
+    text = "পদ্মা একটি নদী।"
+    kb = tmp_path / "kb.jsonl"
+    kb.write_text("\ufeff" + json.dumps({"doc_id": "d1", "text": text}) + "\n", "utf-8")
+    mix = tmp_path / "mix.jsonl"
+    rows = [{"question": "কে\u2028এক?"}, {"question": "কী\x85দুই?"}]
+    mix.write_text("\ufeff" + "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    questions = _write(tmp_path / "q.jsonl", [
+        {"qid": "q1", "question": "কোন নদী?", "answers": ["পদ্মা"], "doc_id": "d1",
+         "answerable": True, "evidence_span": [0, len(text)]}])  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    argv = ["build.py", str(kb), str(out), "--questions", str(questions), "--mix", str(mix),
+            "--mix-sample", "2"]  # fmt: skip
+    monkeypatch.setattr("sys.argv", argv)
+    natq_build.main()
+    written = [json.loads(line) for line in out.read_text("utf-8").split("\n") if line]
+    assert sorted(r["question"] for r in written[:2]) == sorted(r["question"] for r in rows)
+    assert len(written) == 3 and written[2]["answers"] == ["পদ্মা"]

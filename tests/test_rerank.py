@@ -198,13 +198,28 @@ def test_a_directory_that_is_no_reranker_is_named_with_the_reason(tmp_path: Path
             load_llm_reranker(folder)
 
 
+def _other_weights(shipped: Path, folder: Path) -> Path:
+    """A copy of a shipped adapter folder whose last weight differs in its lowest bit (no
+    longer the shipped weights, whose role would win: :func:`kbqa.llm.lora.shipped_weights`),
+    its manifest without the shipped file's sha256."""
+    shutil.copytree(shipped, folder)
+    with (folder / "adapter.gguf").open("r+b") as fh:
+        fh.seek(-1, 2)
+        last = fh.read(1)[0]
+        fh.seek(-1, 2)
+        fh.write(bytes([last ^ 1]))
+    manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
+    manifest.pop("adapter_sha256")
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
 def test_a_reranker_manifest_naming_an_unknown_base_is_named(tmp_path: Path) -> None:
     from kbqa.errors import ModelError
     from kbqa.llm.lora import shipped_adapter
     from kbqa.llm.rerank import load_llm_reranker
 
-    folder = tmp_path / "reranker"
-    shutil.copytree(shipped_adapter("gemma3-270m-reader"), folder)
+    folder = _other_weights(shipped_adapter("gemma3-270m-reader"), tmp_path / "reranker")
     manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
     manifest.update(role="reranker", base_model="no-such-model")
     (folder / "manifest.json").write_text(json.dumps(manifest))
@@ -217,8 +232,7 @@ def test_a_reranker_adapter_is_refused_as_a_reader(tmp_path: Path) -> None:
     from kbqa.llm.lora import shipped_adapter
     from kbqa.llm.models import resolve_adapter
 
-    folder = tmp_path / "reranker"
-    shutil.copytree(shipped_adapter("gemma3-270m-reader"), folder)
+    folder = _other_weights(shipped_adapter("gemma3-270m-reader"), tmp_path / "reranker")
     manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
     (folder / "manifest.json").write_text(json.dumps({**manifest, "role": "reranker"}))
     with pytest.raises(ModelError, match=r"a reranker's adapter .* serve it with --reranker"):
@@ -241,8 +255,7 @@ def test_an_adapter_serves_only_in_its_own_role(
     from kbqa.llm.lora import shipped_adapter
     from kbqa.llm.models import resolve_adapter
 
-    folder = tmp_path / "adapter"
-    shutil.copytree(shipped_adapter("gemma3-270m-reader"), folder)
+    folder = _other_weights(shipped_adapter("gemma3-270m-reader"), tmp_path / "adapter")
     manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
     if role is not None:
         manifest["role"] = role

@@ -30,17 +30,28 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 
 
+def _lines(path: Path) -> list[str]:
+    """The lines of a JSON Lines file, each with its ``\n`` (JSON may hold U+2028 or ``\x85``
+    unescaped, which ``str.splitlines`` would break at: a break-it finding), a UTF-8 BOM dropped.
+
+    Raises:
+        SystemExit: The file cannot be read as UTF-8.
+    """
+    try:
+        text = path.read_text("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        sys.exit(f"cannot read {path}: {exc}")
+    parts = text.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` of a JSON Lines file, blank lines skipped.
 
     Raises:
         SystemExit: The file cannot be read, or a line is not a JSON object.
     """
-    try:
-        lines = path.read_text("utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        sys.exit(f"cannot read {path}: {exc}")
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(_lines(path), 1):
         if not line.strip():
             continue
         try:
@@ -142,11 +153,7 @@ def main() -> None:
             sys.exit(f"{args.out} is an input: write the question file elsewhere")
         if args.mix_sample < 0:
             sys.exit(f"--mix-sample must be 0 or more, got {args.mix_sample}")
-        try:
-            text = args.mix.read_text("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            sys.exit(f"cannot read {args.mix}: {exc}")
-        numbered = [(n, line) for n, line in enumerate(text.splitlines(keepends=True), 1)]
+        numbered = list(enumerate(_lines(args.mix), 1))
         lines = [line for _, line in numbered if line.strip()]
         for number, line in numbered:
             if not line.strip():

@@ -15,7 +15,7 @@ import numpy as np
 
 from kbqa.errors import InputError
 from kbqa.finetune.export import _PEFT_NAME, _gguf_arch
-from kbqa.llm.lora import ADAPTER_FILE, MANIFEST_FILE
+from kbqa.llm.lora import ADAPTER_FILE
 
 
 def exported_adapter_file(path: Path) -> Path | None:
@@ -63,9 +63,9 @@ def read_lora_gguf(
     its_role = adapter.manifest.get("role", "reader")
     if its_role != role and not (its_role == "reader" and role == "verifier"):
         raise InputError(
-            f"{adapter.where if adapter.copy_of else path} is a {its_role}'s adapter (its "
-            f'{MANIFEST_FILE} has "role": '
-            f"\"{its_role}\"): a {role}'s run starts from a {role}'s adapter"
+            f"{adapter.where if adapter.copy_of else path} is a {its_role}'s adapter "
+            f'("role": "{its_role}" in its manifest): a {role}\'s run starts from a {role}\'s '
+            "adapter"
         )
     reader = gguf.GGUFReader(str(path))
     try:
@@ -162,3 +162,57 @@ def peft_state_from_pairs(
     if extra:
         raise InputError(f"the adapter holds tensors this model lacks: {extra[:3]}")
     return state
+
+
+def check_fits_base(path: Path, base: Path, base_sha256: str, targets: Iterable[str]) -> None:
+    """Refuse, before the base model loads, an exported adapter (``path``: a ``.gguf`` or a
+    folder holding one; anything else is left alone) that a run on ``base`` cannot start from:
+    trained on another base GGUF (its ``kbqa.base_sha256``) or another architecture, with
+    tensors that do not fit the base's (:func:`kbqa.llm.lora.check_adapter_tensors`), or that
+    does not adapt exactly the run's LoRA ``targets`` (peft module names, ``q_proj``...) in every
+    block. Break-it findings: each of these was found only once the base had loaded.
+
+    Raises:
+        InputError: Naming the adapter, and the first base, architecture or tensor that differs.
+    """
+    import gguf
+
+    from kbqa.errors import ModelError
+    from kbqa.finetune.export import _base_layout, read_gguf_strings
+    from kbqa.llm.lora import check_adapter_tensors, load_adapter
+
+    gguf_file = exported_adapter_file(path)
+    if gguf_file is None:
+        return
+    arch, blocks = _base_layout(base)
+    try:
+        adapter = load_adapter(str(gguf_file))
+        its_arch = read_gguf_strings(gguf_file, ["general.architecture"]).get(
+            "general.architecture"
+        )
+        if its_arch != arch:
+            raise ModelError(f"{gguf_file} is an adapter of a {its_arch} model, not of {arch}")
+        if adapter.base_sha256 != base_sha256:
+            raise ModelError(
+                f"{gguf_file} was trained on a base with sha256 {adapter.base_sha256[:12]}..., "
+                f"not on {base.name} ({base_sha256[:12]}...)"
+            )
+        check_adapter_tensors(gguf_file, base)
+    except ModelError as exc:
+        raise InputError(str(exc)) from None
+    names = gguf.get_tensor_name_map(_gguf_arch(arch), blocks)
+    kinds = set()
+    for target in targets:
+        found = [names.get_name(f"model.layers.0.{part}.{target}") for part in ("self_attn", "mlp")]
+        kinds |= {n.split(".", 2)[2] for n in found if n}
+    wanted = {f"blk.{b}.{kind}.weight" for b in range(blocks) for kind in kinds}
+    held = {t.name.rpartition(".lora_")[0] for t in gguf.GGUFReader(str(gguf_file)).tensors}
+    if held != wanted:
+        missing, extra = sorted(wanted - held), sorted(held - wanted)
+        raise InputError(
+            f"{gguf_file} adapts other tensors than this run's LoRA trains ("
+            + (f"it lacks {len(missing)}, first {missing[0]}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"it holds {len(extra)} more, first {extra[0]}" if extra else "")
+            + f"): the run adapts {', '.join(sorted(targets))} in each of {blocks} blocks"
+        )

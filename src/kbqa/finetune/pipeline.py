@@ -17,13 +17,13 @@ from typing import Any
 from kbqa.context import Context
 from kbqa.errors import InputError
 from kbqa.finetune.checkpoint import last_checkpoint
-from kbqa.finetune.config import ReaderConfig
+from kbqa.finetune.config import LORA_TARGETS, ReaderConfig
 from kbqa.finetune.examples import ReaderExample
 from kbqa.finetune.manifest import adapter_manifest
 from kbqa.finetune.questions import load_training_questions
 from kbqa.index import is_index_dir, source_sha256
 from kbqa.llm.cache import file_sha256
-from kbqa.llm.models import MODELS, resolve_model
+from kbqa.llm.models import MODELS, base_sha256, resolve_model
 
 log = logging.getLogger("kbqa.finetune")
 
@@ -108,7 +108,11 @@ def check_inputs(cfg: ReaderConfig) -> None:
         log.warning(
             "--resume: no checkpoint in %s; training starts from the beginning", out / "checkpoints"
         )
-    resolve_model(cfg.base_model)
+    base, _ = resolve_model(cfg.base_model)
+    if cfg.init_adapter:
+        from kbqa.finetune.import_adapter import check_fits_base
+
+        check_fits_base(Path(cfg.init_adapter), base, base_sha256(cfg.base_model), LORA_TARGETS)
 
 
 def ensure_index(cfg: ReaderConfig, out: Path) -> Path:

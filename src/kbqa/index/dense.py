@@ -32,13 +32,12 @@ from kbqa.index.store import (
     BuildReport,
     check_lexical_part,
     dense_text,
-    is_sub_index,
     peak_rss_mib,
     read_chunks,
     read_manifest,
     write_json,
 )
-from kbqa.index.versions import publish_path, resolve_index
+from kbqa.index.versions import is_sub_index, publish_path, resolve_index
 
 log = logging.getLogger("kbqa.index")
 

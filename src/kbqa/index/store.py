@@ -33,6 +33,7 @@ from typing import Any
 from kbqa.corpus.chunking import Chunk
 from kbqa.embedders.static import STATIC_DIR
 from kbqa.errors import IndexLoadError, InputError
+from kbqa.index.versions import is_sub_index
 from kbqa.retrieval.tokenizer import (
     TERMS_WORDS,
     tokenize,
@@ -134,16 +135,6 @@ def source_sha256(path: Path) -> str:
 
 INDEX_ENTRIES = frozenset({MANIFEST, CHUNKS, BM25_DIR, DENSE, RECURRING_BLOCKS, STATIC_DIR})
 """What an index directory holds; a directory with anything else is never replaced."""
-
-
-def is_sub_index(out: Path) -> bool:
-    """``out`` is one strategy's part of a ``--strategy both`` directory (its parent's manifest
-    lists it)."""
-    try:
-        top = json.loads((out.parent / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(top, dict) and out.name in (top.get("indexes") or {})
 
 
 def check_replaceable(out: Path) -> None:

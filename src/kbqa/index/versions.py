@@ -50,8 +50,12 @@ def _versions(out: Path, *, stranded_only: bool = False) -> list[Path]:
     layout), newest first; ``stranded_only``: only those a killed migration or an earlier kbqa
     left (``-legacy`` versions and ``.old-`` directories)."""
     name = glob.escape(out.name)
-    found = [*out.parent.glob(f".{name}.old-*")]
-    found += out.parent.glob(f".{name}.v-*-legacy" if stranded_only else f".{name}.v-*")
+    found = [p for p in out.parent.glob(f".{name}.old-*") if _named(p, out, "old")]
+    found += [
+        p
+        for p in out.parent.glob(f".{name}.v-*-legacy" if stranded_only else f".{name}.v-*")
+        if _named(p, out, "v")
+    ]
 
     def age(p: Path) -> int:
         try:
@@ -60,6 +64,17 @@ def _versions(out: Path, *, stranded_only: bool = False) -> list[Path]:
             return 0
 
     return sorted((p for p in found if p.is_dir() and not p.is_symlink()), key=age, reverse=True)
+
+
+def _named(path: Path, out: Path, kind: str) -> bool:
+    """``path`` has the exact name kbqa gives a ``kind`` of ``out``'s: a version
+    (``.NAME.v-<ns>-<pid>`` or ``-legacy``), a stranded ``.NAME.old-<pid>`` or a link being made
+    (``.NAME.link-<pid>``). A user's ``.NAME.v-backup`` or ``.NAME.old-notes`` is not kbqa's to
+    delete (a break-it finding)."""
+    if kind == "v":
+        found = _VERSION_NAME.fullmatch(path.name)
+        return found is not None and found.group(1) == out.name
+    return re.fullmatch(rf"\.{re.escape(out.name)}\.{kind}-\d+", path.name) is not None
 
 
 def is_managed(out: Path) -> bool:
@@ -103,12 +118,23 @@ def publish_path(path: str | Path) -> Path:
             f"{path} is {out.name}, one build of the index {found[1]}, which a later rebuild "
             f"deletes: give {found[1]} itself, or a link to it (not to one of its builds)"
         )
-    if found is not None:
+    if found is not None and not is_sub_index(out):  # a part: the caller names it better
         raise InputError(
             f"{path} lies inside {found[0].name}, one build of the index {found[1]}, which a "
             f"later rebuild deletes: give a path outside {found[1]}"
         )
     return out
+
+
+def is_sub_index(out: Path) -> bool:
+    """``out`` is one strategy's part of a ``--strategy both`` directory (its parent's manifest
+    lists it), which building and continuing refuse by name
+    (:func:`kbqa.index.store.check_replaceable`)."""
+    try:
+        top = json.loads((out.parent / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(top, dict) and out.name in (top.get("indexes") or {})
 
 
 def _in_a_build(out: Path, given: Path) -> tuple[Path, Path, bool] | None:
@@ -186,7 +212,8 @@ def publish(tmp: Path, out: Path) -> None:
     ``tmp`` renamed in, the old one deleted.
     """
     for stale in out.parent.glob(f".{glob.escape(out.name)}.link-*"):  # from killed builds
-        stale.unlink(missing_ok=True)  # (builds of one index are serialised by its lock)
+        if stale.is_symlink() and _named(stale, out, "link"):  # (builds of one index are
+            stale.unlink(missing_ok=True)  # serialised by its lock)
     link = out.parent / f".{out.name}.link-{os.getpid()}"
     version = out.parent / f".{out.name}.v-{time.time_ns()}-{os.getpid()}"
     try:

@@ -49,9 +49,9 @@ class Adapter:
         base_sha256: sha256 of the base GGUF it was trained on.
         prompt_style: The prompt style it was trained with.
         manifest: ``manifest.json`` beside it ({} when there is none), or the shipped
-            adapter's when the file is a copy of one without it.
-        copy_of: The shipped adapter this file is a byte-for-byte copy of, when no manifest is
-            beside it ("" otherwise).
+            adapter's when the file holds its weights without a manifest.
+        copy_of: The shipped adapter whose weights this file holds, when no manifest is beside
+            it ("" otherwise: :func:`shipped_weights`).
     """
 
     path: Path
@@ -63,7 +63,7 @@ class Adapter:
     @property
     def where(self) -> str:
         """The adapter's folder, saying which shipped adapter it copies when it does."""
-        copy = f" (a copy of the shipped {self.copy_of})" if self.copy_of else ""
+        copy = f" (the shipped {self.copy_of}'s weights)" if self.copy_of else ""
         return f"{self.path.parent}{copy}"
 
 
@@ -152,7 +152,7 @@ def read_adapter_file(path: Path) -> Adapter:
         )
     manifest_path = path.parent / MANIFEST_FILE
     manifest: dict[str, Any] = {}
-    copy_of = ""
+    copy_of, shipped = shipped_weights(reader, path)
     if manifest_path.is_file():
         try:
             manifest = json.loads(manifest_path.read_text("utf-8"))
@@ -167,39 +167,87 @@ def read_adapter_file(path: Path) -> Adapter:
                 f"{path} does not match its manifest (adapter_sha256 {str(expected)[:12]}...): "
                 "the file is corrupt or was replaced; export the adapter again"
             )
+        said, really = manifest.get("role", "reader"), shipped.get("role", "reader")
+        if copy_of and (said == "reranker") != (really == "reranker"):  # a reader's may verify
+            raise ModelError(
+                f"{path} holds the weights of the shipped {copy_of}, a {really}'s adapter, but "
+                f'{manifest_path} says it is a {said}\'s ("role": {json.dumps(said)}): give '
+                f"it {copy_of}'s own manifest"
+            )
+        copy_of = ""  # described by its own manifest
     elif manifest_path.exists():
         raise ModelError(f"{manifest_path} is not a readable file")
-    else:
-        copy_of, manifest = shipped_copy(path)
-        if not copy_of and path.name == ADAPTER_FILE:
-            log.warning(
-                "%s has no %s: its serving settings (the abstention threshold) are unknown, so "
-                "it is served with threshold 0 (greedy) unless --abstention-threshold is given",
-                path.parent,
-                MANIFEST_FILE,
-            )
+    elif copy_of:  # the shipped manifest, less what describes the shipped file's bytes
+        manifest = {
+            k: v for k, v in shipped.items() if k not in ("adapter_sha256", "adapter_bytes")
+        }
+    elif path.name == ADAPTER_FILE:
+        log.warning(
+            "%s has no %s: its serving settings (the abstention threshold) are unknown, so "
+            "it is served with threshold 0 (greedy) unless --abstention-threshold is given",
+            path.parent,
+            MANIFEST_FILE,
+        )
     style = text(KV_PROMPT_STYLE) or "tuned"
     rank = min((int(min(t.shape)) for t in reader.tensors if t.name.endswith(".lora_a")), default=0)
     check_manifest(manifest, manifest_path, base_sha256=base, prompt_style=style, rank=rank)
     return Adapter(path, base, style, manifest, copy_of)
 
 
-def shipped_copy(path: Path) -> tuple[str, dict[str, Any]]:
-    """``(name, manifest)`` of the shipped adapter whose GGUF ``path`` is a copy of (by size,
-    then sha256), so a copy made without its manifest keeps its role and serving settings (a
-    reranker's adapter copied alone is not taken for a reader's); ``("", {})`` otherwise."""
-    size, sha = path.stat().st_size, ""
-    for manifest_file in sorted(ADAPTERS_DIR.glob(f"*/{MANIFEST_FILE}")):
-        try:
-            shipped = json.loads(manifest_file.read_text("utf-8"))
-        except (ValueError, OSError):
+def shipped_weights(reader: Any, path: Path) -> tuple[str, dict[str, Any]]:
+    """``(name, manifest)`` of the shipped adapter whose LoRA weights the GGUF ``path`` holds
+    (the same tensor names, types, shapes and bytes; the file's other bytes may differ), so an
+    adapter's role follows its weights: a copy made without its manifest keeps the shipped
+    role and serving settings, and the reranker's weights are not served as a reader's (a
+    break-it finding). ``("", {})`` when the weights are no shipped adapter's, or ``path`` is the
+    shipped file itself.
+
+    Args:
+        reader: ``gguf.GGUFReader`` of ``path``.
+        path: The adapter GGUF (absolute).
+    """
+    layout = _tensor_layout(reader)
+    for name, (shipped_layout, digest, manifest) in _shipped_adapters().items():
+        if layout != shipped_layout or path == (ADAPTERS_DIR / name / ADAPTER_FILE).resolve():
             continue
-        if not isinstance(shipped, dict) or shipped.get("adapter_bytes") != size:
-            continue
-        sha = sha or file_sha256(path)
-        if shipped.get("adapter_sha256") == sha:
-            return manifest_file.parent.name, shipped
+        if _tensor_digest(reader) == digest:
+            return name, manifest
     return "", {}
+
+
+def _tensor_layout(reader: Any) -> tuple[tuple[str, str, tuple[int, ...]], ...]:
+    return tuple(
+        sorted(
+            (t.name, getattr(t.tensor_type, "name", str(t.tensor_type)), tuple(map(int, t.shape)))
+            for t in reader.tensors
+        )
+    )
+
+
+def _tensor_digest(reader: Any) -> str:
+    digest = hashlib.sha256()
+    for t in sorted(reader.tensors, key=lambda t: t.name):
+        digest.update(t.name.encode())
+        digest.update(memoryview(t.data).cast("B"))
+    return digest.hexdigest()
+
+
+@functools.cache
+def _shipped_adapters() -> dict[str, tuple[Any, str, dict[str, Any]]]:
+    """Name -> (tensor layout, weights digest, manifest) of each adapter shipped in the package
+    (read once a process)."""
+    import gguf
+
+    found = {}
+    for folder in sorted(p for p in ADAPTERS_DIR.iterdir() if (p / ADAPTER_FILE).is_file()):
+        try:
+            manifest = json.loads((folder / MANIFEST_FILE).read_text("utf-8"))
+            reader = gguf.GGUFReader(str(folder / ADAPTER_FILE))
+        except (OSError, ValueError):  # a damaged install: its own load says so
+            continue
+        if isinstance(manifest, dict):
+            found[folder.name] = (_tensor_layout(reader), _tensor_digest(reader), manifest)
+    return found
 
 
 def check_manifest(
@@ -289,11 +337,13 @@ def check_adapter_tensors(adapter: Path, base: Path) -> None:
     crashes the process on such an adapter.
 
     Each tensor must be ``<base tensor>.lora_a`` of shape (in, r) or ``<base tensor>.lora_b`` of
-    shape (r, out) (GGUF dimension order) for a base tensor of shape (in, out), in pairs.
+    shape (r, out) (GGUF dimension order) for a base matrix of shape (in, out) in a transformer
+    block (``blk.N.``: an adapter of ``token_embd`` crashed llama.cpp), in pairs.
 
     Raises:
-        ModelError: A tensor that names no base tensor, has a shape that does not fit it, or
-            lacks its partner (the message names the tensor and both shapes).
+        ModelError: A tensor that names no base tensor or a tensor outside the blocks or not a
+            matrix, has a shape that does not fit it, or lacks its partner (the message names
+            the tensor and both shapes).
     """
     try:
         base_shapes, tensors = base_tensor_shapes(base), _shapes(adapter)
@@ -310,6 +360,11 @@ def check_adapter_tensors(adapter: Path, base: Path) -> None:
             raise ModelError(f"{adapter}: {name} has no {partner.rpartition('.')[2]} partner")
         a, b = (shape, tensors[partner]) if part == "lora_a" else (tensors[partner], shape)
         w = base_shapes[target]
+        if not target.startswith("blk.") or len(w) != 2:  # llama.cpp crashed on token_embd
+            raise ModelError(
+                f"{adapter}: {name} adapts {target} {w}, not a matrix of a transformer block "
+                "(blk.N....weight), the only tensors kbqa's adapters adapt"
+            )
         fits = (
             len(a) == len(b) == len(w) == 2
             and a[0] == w[0]

@@ -304,7 +304,7 @@ def check_role(role: object, serving: str, where: str) -> None:
         )
     if role != serving and not (role == "reader" and serving == "verifier"):
         raise ModelError(
-            f'{where} is a {role}\'s adapter (its {MANIFEST_FILE} has "role": "{role}"): '
+            f'{where} is a {role}\'s adapter ("role": "{role}" in its manifest): '
             f"serve it with {flag[str(role)]}, not as the {serving}"
         )
 
@@ -328,7 +328,7 @@ def resolve_adapter(
         return None
     where = found.where if found.copy_of else adapter or str(found.path.parent)
     check_role(found.manifest.get("role", "reader"), role, where)
-    base_sha = spec.sha256 if spec else _file_sha256_cached(str(resolve_model(name)[0]))
+    base_sha = base_sha256(name)
     check_base(found, name, base_sha)
     named = MODELS.get(str(found.manifest.get("base_model", "")))
     if named is not None and named.sha256 and named.sha256 != found.base_sha256:
@@ -350,6 +350,17 @@ def resolve_adapter(
 @functools.cache
 def _file_sha256_cached(path: str) -> str:
     return file_sha256(Path(path))
+
+
+def base_sha256(name: str) -> str:
+    """sha256 of the base model ``name``: a registered model's own, else its GGUF file's (read
+    once a process).
+
+    Raises:
+        ModelError: ``name`` cannot be resolved (:func:`resolve_model`).
+    """
+    spec = MODELS.get(name)
+    return spec.sha256 if spec and spec.sha256 else _file_sha256_cached(str(resolve_model(name)[0]))
 
 
 @functools.cache

@@ -119,7 +119,8 @@ class LlamaCppReranker:
 
 def reranker_dir_problem(path: str | Path) -> str | None:
     """Why ``path`` is not a reranker directory (None when it is one): not a directory, no
-    ``manifest.json``, a manifest that is not a JSON object, or another ``role``. A name of
+    ``manifest.json`` (unless it holds a shipped reranker's weights), a manifest that is not a
+    JSON object, or another ``role``. A name of
     :data:`~kbqa.llm.lora.SHIPPED_RERANKERS` is its folder in the package (:func:`reranker_dir`)."""
     directory = reranker_dir(path)
     manifest = directory / MANIFEST
@@ -131,7 +132,7 @@ def reranker_dir_problem(path: str | Path) -> str | None:
     try:
         data = json.loads(manifest.read_text("utf-8"))
     except FileNotFoundError:
-        return f"it has no {MANIFEST}"
+        return None if _holds_a_shipped_reranker(directory) else f"it has no {MANIFEST}"
     except (OSError, ValueError) as exc:
         return f"its {MANIFEST} does not read as JSON ({exc})"
     if not isinstance(data, dict):
@@ -140,6 +141,18 @@ def reranker_dir_problem(path: str | Path) -> str | None:
     if role != ROLE:
         return f'its {MANIFEST} has "role": {json.dumps(role)}, not "{ROLE}"'
     return None
+
+
+def _holds_a_shipped_reranker(directory: Path) -> bool:
+    """``directory`` has no manifest but holds a shipped reranker's weights (a copy of its
+    ``adapter.gguf``: :func:`kbqa.llm.lora.shipped_weights`)."""
+    from kbqa.llm.lora import load_adapter
+
+    try:
+        adapter = load_adapter(str(directory))
+    except ModelError:
+        return False
+    return bool(adapter.copy_of) and adapter.manifest.get("role") == ROLE
 
 
 def is_reranker_dir(path: str | Path) -> bool:

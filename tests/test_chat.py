@@ -248,7 +248,7 @@ def test_json_mode_answers_every_line_and_a_thread_has_one_chat(
                  stdin="বাংলাদেশের রাজধানী কোথায়?\n/k abc\n/nonsense\n/quit\n")  # fmt: skip
     lines = [json.loads(x) for x in done.stdout.splitlines()]
     assert [sorted(set(x) - {"thread"})[0] for x in lines][1:] == ["error", "error"]
-    assert "k must be a positive whole number" in lines[1]["error"]
+    assert "k must be a positive integer, got 'abc'" in lines[1]["error"]
     thread = lines[0]["thread"]
     holder = spawn(both_index, db, "--thread", thread, model="fake/script:ঢাকা")
     holder.expect(PROMPT)

@@ -81,7 +81,7 @@ def set_setting(session: Session, name: str, value: str) -> None:
 
     try:
         if name == "k" and not value.strip().isdigit():
-            raise ValueError(f"k must be a positive whole number, got {value!r}")
+            raise ValueError(f"k must be a positive integer, got {value!r}")
         typed: Any = int(value) if name == "k" else value
         ctx = replace(session.ctx, **{name: typed})
         if name == "model":

@@ -206,9 +206,11 @@ def shipped_weights(reader: Any, path: Path) -> tuple[str, dict[str, Any]]:
         reader: ``gguf.GGUFReader`` of ``path``.
         path: The adapter GGUF (absolute).
     """
+    if path.parent.parent == ADAPTERS_DIR.resolve():  # a shipped file itself
+        return "", {}
     layout = _tensor_layout(reader)
     for name, (shipped_layout, digest, manifest) in _shipped_adapters().items():
-        if layout != shipped_layout or path == (ADAPTERS_DIR / name / ADAPTER_FILE).resolve():
+        if layout != shipped_layout:
             continue
         if _tensor_digest(reader) == digest:
             return name, manifest

@@ -232,7 +232,8 @@ def test_a_rebuild_deletes_only_what_kbqa_named(tmp_path: Path) -> None:
     out = tmp_path / "idx"
     build_index(docs("a"), out, NoEmbedder(), progress=False)
     mine = {".idx.v-backup": "dir", ".idx.old-notes": "dir", ".idx.link-note": "file",
-            ".idx.link-dir": "dir", ".idx.v-1-2-extra": "dir"}  # fmt: skip
+            ".idx.link-dir": "dir", ".idx.v-1-2-extra": "dir",
+            ".idx.tmp-mydata-999998": "dir"}  # fmt: skip
     for name, kind in mine.items():
         if kind == "dir":
             (tmp_path / name).mkdir()

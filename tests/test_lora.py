@@ -399,6 +399,23 @@ def test_an_init_adapter_that_does_not_fit_the_base_is_refused_before_it_loads(
     good = adapter("good", {"blk.0.attn_q.weight": pair})
     check_fits_base(good, base, sha, ["q_proj"])
     check_fits_base(tmp_path / "not-exported", base, sha, ["q_proj"])  # a checkpoint: not here
+    with pytest.raises(InputError, match=r"it holds 1 more, first blk\.0\.attn_q\.weight"):
+        check_fits_base(good, base, sha, ["q_proj"], first_layer=1)
+    import gguf  # --lora-first-layer 1 of two blocks: block 1 only (a re-check's finding)
+
+    two = tmp_path / "two.gguf"
+    writer = gguf.GGUFWriter(str(two), "gemma3")
+    writer.add_block_count(2)
+    for block in (0, 1):
+        writer.add_tensor(f"blk.{block}.attn_q.weight", np.zeros((1024, 640), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    upper = adapter("upper", {"blk.1.attn_q.weight": pair}, base_sha=file_sha256(two))
+    check_fits_base(upper, two, file_sha256(two), ["q_proj"], first_layer=1)
+    with pytest.raises(InputError, match=r"it lacks 1, first blk\.0\.attn_q\.weight"):
+        check_fits_base(upper, two, file_sha256(two), ["q_proj"])
     for folder, targets, says in (
         (adapter("sha", {"blk.0.attn_q.weight": pair}, base_sha="e" * 64), ["q_proj"],
          r"trained on a base with sha256 eeeeeeeeeeee\.\.\., not on base\.gguf"),
@@ -409,7 +426,14 @@ def test_an_init_adapter_that_does_not_fit_the_base_is_refused_before_it_loads(
         (adapter("layer", {"blk.0.attn_q.weight": pair, "blk.40.attn_q.weight": pair}),
          ["q_proj"], r"blk\.40\.attn_q\.weight\.lora_a adapts no tensor"),
         (good, ["q_proj", "k_proj"],
-         r"it lacks 1, first blk\.0\.attn_k\.weight\): the run adapts k_proj, q_proj in each of 1"),
+         r"lacks 1, first blk\.0\.attn_k\.weight\): the run adapts k_proj, q_proj in blocks 0-0"),
     ):  # fmt: skip
         with pytest.raises(InputError, match=says):
             check_fits_base(folder, base, sha, targets)
+
+
+def test_the_shipped_adapters_are_the_named_ones() -> None:
+    """Only the named adapters' weights carry a role (a re-check's finding: a folder a user put
+    beside them, ``a-mine``, sorted first and lent a reranker's weights its own "reader")."""
+    on_disk = {p.name for p in lora.ADAPTERS_DIR.iterdir() if (p / lora.ADAPTER_FILE).is_file()}
+    assert on_disk == set(lora.SHIPPED_ADAPTERS) == set(lora._shipped_adapters())

@@ -355,3 +355,23 @@ def test_rerank_add_never_takes_a_top_hits_padding_away(tiny_index: Path) -> Non
     assert [r for r in added if r["rank"] <= 2] == [r for r in fused if r["rank"] <= 2]
     hits = [r for r in added if not r["is_padding"]]
     assert len(hits) == 3 and padding not in {r["chunk_id"] for r in hits}
+
+
+def test_a_linked_adapter_is_the_file_it_links_to(tmp_path: Path) -> None:
+    """A re-check's findings: ``adapter.gguf`` linked to the shipped reader, beside a manifest
+    saying "reranker", was served as the reranker; linked bare to the shipped reranker, it was
+    refused for having no manifest."""
+    from kbqa.errors import ModelError
+    from kbqa.llm.lora import shipped_adapter
+    from kbqa.llm.rerank import load_llm_reranker, reranker_dir_problem
+
+    lying = tmp_path / "lying"
+    lying.mkdir()
+    (lying / "adapter.gguf").symlink_to(shipped_adapter("gemma3-270m-reader") / "adapter.gguf")
+    (lying / "manifest.json").write_text('{"role": "reranker", "base_model": "gemma3-270m"}')
+    with pytest.raises(ModelError, match=r"is not a reranker: its adapter\.gguf is .*a reader's"):
+        load_llm_reranker(lying)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "adapter.gguf").symlink_to(shipped_adapter("gemma3-270m-reranker") / "adapter.gguf")
+    assert reranker_dir_problem(bare) is None

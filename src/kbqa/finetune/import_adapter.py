@@ -164,13 +164,16 @@ def peft_state_from_pairs(
     return state
 
 
-def check_fits_base(path: Path, base: Path, base_sha256: str, targets: Iterable[str]) -> None:
+def check_fits_base(
+    path: Path, base: Path, base_sha256: str, targets: Iterable[str], first_layer: int = 0
+) -> None:
     """Refuse, before the base model loads, an exported adapter (``path``: a ``.gguf`` or a
     folder holding one; anything else is left alone) that a run on ``base`` cannot start from:
     trained on another base GGUF (its ``kbqa.base_sha256``) or another architecture, with
     tensors that do not fit the base's (:func:`kbqa.llm.lora.check_adapter_tensors`), or that
     does not adapt exactly the run's LoRA ``targets`` (peft module names, ``q_proj``...) in every
-    block. Break-it findings: each of these was found only once the base had loaded.
+    block from ``first_layer`` (``--lora-first-layer``) up. Break-it findings: each of these
+    was found only once the base had loaded.
 
     Raises:
         InputError: Naming the adapter, and the first base, architecture or tensor that differs.
@@ -205,7 +208,7 @@ def check_fits_base(path: Path, base: Path, base_sha256: str, targets: Iterable[
     for target in targets:
         found = [names.get_name(f"model.layers.0.{part}.{target}") for part in ("self_attn", "mlp")]
         kinds |= {n.split(".", 2)[2] for n in found if n}
-    wanted = {f"blk.{b}.{kind}.weight" for b in range(blocks) for kind in kinds}
+    wanted = {f"blk.{b}.{kind}.weight" for b in range(first_layer, blocks) for kind in kinds}
     held = {t.name.rpartition(".lora_")[0] for t in gguf.GGUFReader(str(gguf_file)).tensors}
     if held != wanted:
         missing, extra = sorted(wanted - held), sorted(held - wanted)
@@ -214,5 +217,6 @@ def check_fits_base(path: Path, base: Path, base_sha256: str, targets: Iterable[
             + (f"it lacks {len(missing)}, first {missing[0]}" if missing else "")
             + ("; " if missing and extra else "")
             + (f"it holds {len(extra)} more, first {extra[0]}" if extra else "")
-            + f"): the run adapts {', '.join(sorted(targets))} in each of {blocks} blocks"
+            + f"): the run adapts {', '.join(sorted(targets))} in blocks {first_layer}-"
+            f"{blocks - 1}"
         )

@@ -112,7 +112,13 @@ def check_inputs(cfg: ReaderConfig) -> None:
     if cfg.init_adapter:
         from kbqa.finetune.import_adapter import check_fits_base
 
-        check_fits_base(Path(cfg.init_adapter), base, base_sha256(cfg.base_model), LORA_TARGETS)
+        check_fits_base(
+            Path(cfg.init_adapter),
+            base,
+            base_sha256(cfg.base_model),
+            LORA_TARGETS,
+            cfg.lora_first_layer,
+        )
 
 
 def ensure_index(cfg: ReaderConfig, out: Path) -> Path:

@@ -21,9 +21,11 @@ index, and a reader loading during a rebuild gets the old index or the new one, 
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
+import re
 import resource
 import shutil
 from dataclasses import dataclass, field
@@ -238,8 +240,11 @@ def is_index_dir(path: Path) -> bool:
 
 
 def remove_stale_temp_dirs(out: Path) -> None:
-    """Delete temp dirs of earlier builds of ``out`` whose process is gone (killed builds)."""
-    for stale in out.parent.glob(f".{out.name}.tmp-*"):
+    """Delete temp dirs of earlier builds of ``out`` (``.NAME.tmp-<pid>``) whose process is gone
+    (killed builds)."""
+    for stale in out.parent.glob(f".{glob.escape(out.name)}.tmp-*"):
+        if not re.fullmatch(rf"\.{re.escape(out.name)}\.tmp-\d+", stale.name):
+            continue  # a user's .NAME.tmp-notes-123 is not kbqa's (a break-it finding)
         try:
             os.kill(int(stale.name.rsplit("-", 1)[1]), 0)
         except ProcessLookupError:

@@ -32,6 +32,8 @@ SHIPPED_RERANKERS = ("gemma3-270m-reranker",)
 directory from ``kbqa finetune reranker`` (:func:`kbqa.llm.rerank.reranker_dir`). The bare name
 means the shipped one even beside a folder of that name in the working directory (``./NAME``
 reaches the folder)."""
+SHIPPED_ADAPTERS = ("gemma3-270m-reader", *SHIPPED_RERANKERS)
+"""Every adapter shipped in :data:`ADAPTERS_DIR` (another folder there is not one of them)."""
 ADAPTER_FILE = "adapter.gguf"
 MANIFEST_FILE = "manifest.json"
 KV_BASE_SHA256 = "kbqa.base_sha256"
@@ -206,8 +208,8 @@ def shipped_weights(reader: Any, path: Path) -> tuple[str, dict[str, Any]]:
         reader: ``gguf.GGUFReader`` of ``path``.
         path: The adapter GGUF (absolute).
     """
-    if path.parent.parent == ADAPTERS_DIR.resolve():  # a shipped file itself
-        return "", {}
+    if path in {(ADAPTERS_DIR / name / ADAPTER_FILE).resolve() for name in SHIPPED_ADAPTERS}:
+        return "", {}  # a shipped file itself
     layout = _tensor_layout(reader)
     for name, (shipped_layout, digest, manifest) in _shipped_adapters().items():
         if layout != shipped_layout:
@@ -241,7 +243,7 @@ def _shipped_adapters() -> dict[str, tuple[Any, str, dict[str, Any]]]:
     import gguf
 
     found = {}
-    for folder in sorted(p for p in ADAPTERS_DIR.iterdir() if (p / ADAPTER_FILE).is_file()):
+    for folder in (ADAPTERS_DIR / name for name in SHIPPED_ADAPTERS):
         try:
             manifest = json.loads((folder / MANIFEST_FILE).read_text("utf-8"))
             reader = gguf.GGUFReader(str(folder / ADAPTER_FILE))

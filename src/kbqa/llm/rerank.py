@@ -144,15 +144,16 @@ def reranker_dir_problem(path: str | Path) -> str | None:
 
 
 def _holds_a_shipped_reranker(directory: Path) -> bool:
-    """``directory`` has no manifest but holds a shipped reranker's weights (a copy of its
-    ``adapter.gguf``: :func:`kbqa.llm.lora.shipped_weights`)."""
+    """``directory`` has no manifest but its ``adapter.gguf`` is a reranker's: a copy of a
+    shipped reranker's weights (:func:`kbqa.llm.lora.shipped_weights`), or a link to a file
+    whose own manifest says so."""
     from kbqa.llm.lora import load_adapter
 
     try:
         adapter = load_adapter(str(directory))
     except ModelError:
         return False
-    return bool(adapter.copy_of) and adapter.manifest.get("role") == ROLE
+    return adapter.manifest.get("role") == ROLE  # a copy's, or a linked file's own
 
 
 def is_reranker_dir(path: str | Path) -> bool:
@@ -183,6 +184,10 @@ def load_llm_reranker(path: str | Path, n_threads: int | None = None) -> LlamaCp
         )
     # a shipped name loads from the package; any other spelling as given (``./NAME``)
     adapter = load_adapter(str(directory) if directory != Path(path) else str(path))
+    if (role := adapter.manifest.get("role", "reader")) != ROLE:  # a link to another's weights
+        raise ModelError(
+            f"{path} is not a reranker: its {ADAPTER_FILE} is {adapter.path}, a {role}'s adapter"
+        )
     base_name = str(adapter.manifest.get("base_model", "gemma3-270m"))
     try:
         base, _ = resolve_model(base_name)

@@ -285,11 +285,11 @@ def check_adapter_folder(
             object or names another rank or alpha, or its weights file is not safetensors; an
             exported adapter that is not a readable LoRA GGUF, or of another rank or alpha.
     """
-    from kbqa.finetune.import_adapter import exported_adapter_file
+    from kbqa.finetune.import_adapter import exported_adapter_file, read_exported
 
     gguf_file = exported_adapter_file(folder) if exported else None
     if gguf_file is not None:
-        _read_exported(folder, gguf_file, r, alpha, role)
+        read_exported(folder, gguf_file, r, alpha, role)
         return
     if not folder.is_dir():
         raise InputError(f"{folder} is not a folder (a LoRA checkpoint folder was expected)")
@@ -313,22 +313,6 @@ def check_adapter_folder(
                 raise InputError(f"{folder / ADAPTER_FILE} holds no tensor")
     except SafetensorError as e:
         raise InputError(f"{folder / ADAPTER_FILE} is not a safetensors file: {e}") from e
-
-
-def _read_exported(
-    folder: Path, gguf_file: Path, r: int | None, alpha: int | None, role: str
-) -> tuple[str, dict[str, Any]]:
-    """``(architecture, pairs)`` of an exported adapter, refused when not of rank ``r`` and
-    ``alpha`` (when given) or of another role (:func:`~kbqa.finetune.import_adapter.
-    read_lora_gguf`)."""
-    from kbqa.finetune.import_adapter import read_lora_gguf
-
-    arch, its_alpha, pairs = read_lora_gguf(gguf_file, role)
-    its_r = min((int(a.shape[0]) for a, _ in pairs.values()), default=0)
-    for key, its, mine in (("r", its_r, r), ("lora_alpha", its_alpha, alpha)):
-        if mine is not None and its != mine:
-            raise InputError(f"{folder} has LoRA {key} {its:g}, these settings {mine!r}")
-    return arch, pairs
 
 
 def _adapter_config(folder: Path) -> dict[str, Any]:
@@ -355,8 +339,10 @@ def load_adapter_weights(model: Any, checkpoint: Path, *, role: str = "reader") 
     """
     from peft import set_peft_model_state_dict
 
+    from kbqa.finetune.import_adapter import exported_weights
+
     ours = model.peft_config["default"]
-    weights = _exported_weights(model, checkpoint, role)
+    weights = exported_weights(model, checkpoint, role)
     if weights is None:
         from safetensors import SafetensorError
         from safetensors.torch import load_file
@@ -387,29 +373,6 @@ def load_adapter_weights(model: Any, checkpoint: Path, *, role: str = "reader") 
             f"{checkpoint} lacks {len(missing)} of this model's LoRA tensors ({missing[0]}, "
             "...): it adapts other modules (lora target modules) than these settings"
         )
-
-
-def _exported_weights(model: Any, path: Path, role: str) -> dict[str, Any] | None:
-    """The LoRA weights of the exported adapter GGUF ``path`` names, keyed as ``model``'s own
-    (float32; the export stored float16), or None when ``path`` is a peft checkpoint.
-
-    Raises:
-        InputError: Another rank or alpha than ``model``'s, or tensors that do not fit it.
-    """
-    from kbqa.finetune.import_adapter import exported_adapter_file, peft_state_from_pairs
-
-    gguf_file = exported_adapter_file(path)
-    if gguf_file is None:
-        return None
-    import numpy as np
-    import torch
-    from peft import get_peft_model_state_dict
-
-    ours = model.peft_config["default"]
-    arch, pairs = _read_exported(path, gguf_file, ours.r, ours.lora_alpha, role)
-    keys = list(get_peft_model_state_dict(model))
-    state = peft_state_from_pairs(pairs, keys, arch, int(model.config.num_hidden_layers))
-    return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}
 
 
 def all_checkpoints(out: Path) -> list[Path]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -119,6 +120,45 @@ def _tensor_name_pattern(arch: str) -> re.Pattern[str]:
     names = (gguf.TENSOR_NAMES[t] for t in gguf.MODEL_TENSORS[_gguf_arch(arch)])
     alternatives = (re.escape(n).replace(re.escape("{bid}"), r"\d+") for n in names)
     return re.compile(rf"(?:{'|'.join(alternatives)})\.weight")
+
+
+def read_exported(
+    folder: Path, gguf_file: Path, r: int | None, alpha: int | None, role: str
+) -> tuple[str, dict[str, Any]]:
+    """``(architecture, pairs)`` of the exported adapter ``gguf_file`` (``folder`` names it in
+    errors), refused when not of rank ``r`` and ``alpha`` (when given) or of another role than
+    ``role`` (:func:`read_lora_gguf`).
+
+    Raises:
+        InputError: As :func:`read_lora_gguf`, or another rank or alpha.
+    """
+    arch, its_alpha, pairs = read_lora_gguf(gguf_file, role)
+    its_r = min((int(a.shape[0]) for a, _ in pairs.values()), default=0)
+    for key, its, mine in (("r", its_r, r), ("lora_alpha", its_alpha, alpha)):
+        if mine is not None and its != mine:
+            raise InputError(f"{folder} has LoRA {key} {its:g}, these settings {mine!r}")
+    return arch, pairs
+
+
+def exported_weights(model: Any, path: Path, role: str) -> dict[str, Any] | None:
+    """The LoRA weights of the exported adapter GGUF ``path`` names, keyed as ``model``'s own
+    (float32; the export stored float16), or None when ``path`` is a peft checkpoint.
+
+    Raises:
+        InputError: Another rank or alpha than ``model``'s, or tensors that do not fit it.
+    """
+    gguf_file = exported_adapter_file(path)
+    if gguf_file is None:
+        return None
+    import numpy as np
+    import torch
+    from peft import get_peft_model_state_dict
+
+    ours = model.peft_config["default"]
+    arch, pairs = read_exported(path, gguf_file, ours.r, ours.lora_alpha, role)
+    keys = list(get_peft_model_state_dict(model))
+    state = peft_state_from_pairs(pairs, keys, arch, int(model.config.num_hidden_layers))
+    return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}
 
 
 def peft_state_from_pairs(
